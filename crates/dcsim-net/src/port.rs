@@ -1,0 +1,316 @@
+//! Ports: an output queue, a transmitter and the outgoing half of a link.
+//!
+//! A port is the mechanism around a queue discipline: it serializes one packet at a time at
+//! its line rate, keeps the packets that are propagating on its link in a FIFO (a constant
+//! delay keeps them in order, so only the head needs an event, as in htsim's `Pipe`), counts
+//! everything, and frees what the discipline refuses.
+//!
+//! Events: at most one pending `PortReady` (transmitter free, or the discipline's wake-up)
+//! and at most one pending `LinkArrive` (the head of the link FIFO) per port. A packet
+//! that finds the port idle starts serializing at once, and its arrival at the far end is
+//! known then, so an uncongested hop costs one event and a congested one two.
+
+use std::collections::VecDeque;
+
+use dcsim_engine::{Dur, Rate, Time, define_id};
+
+use crate::qdisc::{DropReason, Qdisc, QdiscCx, QueueDisc, Verdict};
+use crate::{Class, HostId, NodeId, PacketId, PacketPool};
+
+define_id!(
+    /// An egress port (and the one-way link leaving it).
+    PortId
+);
+
+/// Counters of one port. Plain integers updated inline; aggregation happens at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Packets accepted by the queue discipline.
+    pub enqueued_pkts: u64,
+    /// Packets whose transmission started.
+    pub tx_pkts: u64,
+    /// Wire bytes transmitted, per [`Class`].
+    pub tx_bytes: [u64; Class::COUNT],
+    /// Packets dropped, per [`Class`].
+    pub drops: [u64; Class::COUNT],
+    /// Of the drops, those decided by an AQM rather than a full buffer.
+    pub aqm_drops: u64,
+    /// Packets CE-marked here.
+    pub ecn_marks: u64,
+    /// Largest backlog seen, in wire bytes.
+    pub max_backlog_bytes: u64,
+    /// Largest backlog seen, in packets.
+    pub max_backlog_pkts: u64,
+    /// Integral of the backlog over time, in byte·picoseconds (for the time-weighted mean).
+    pub backlog_area: u128,
+}
+
+impl PortStats {
+    /// Total wire bytes transmitted.
+    pub fn tx_bytes_total(&self) -> u64 {
+        self.tx_bytes.iter().sum()
+    }
+    /// Total drops.
+    pub fn drops_total(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    /// The counters accumulated since `base` (maxima are taken as they are: the caller
+    /// resets them at the start of a window).
+    pub fn since(&self, base: &Self) -> Self {
+        let sub = |a: [u64; 3], b: [u64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+        Self {
+            enqueued_pkts: self.enqueued_pkts - base.enqueued_pkts,
+            tx_pkts: self.tx_pkts - base.tx_pkts,
+            tx_bytes: sub(self.tx_bytes, base.tx_bytes),
+            drops: sub(self.drops, base.drops),
+            aqm_drops: self.aqm_drops - base.aqm_drops,
+            ecn_marks: self.ecn_marks - base.ecn_marks,
+            max_backlog_bytes: self.max_backlog_bytes,
+            max_backlog_pkts: self.max_backlog_pkts,
+            backlog_area: self.backlog_area - base.backlog_area,
+        }
+    }
+}
+
+/// One egress port and the link leaving it.
+pub struct Port {
+    pub(crate) qdisc: Qdisc,
+    pub(crate) rate: Rate,
+    pub(crate) delay: Dur,
+    /// When the packet being serialized has left the transmitter.
+    busy_until: Time,
+    /// Time of the pending `PortReady` event, or `Time::MAX`.
+    pending_at: Time,
+    /// Packets on the wire, with their arrival times at the far end (non-decreasing).
+    pipe: VecDeque<(Time, PacketId)>,
+    backlog_bytes: u64,
+    backlog_pkts: u64,
+    last_change: Time,
+    pub(crate) node: NodeId,
+    pub(crate) peer_node: NodeId,
+    /// The port of the opposite direction of the same link.
+    pub(crate) reverse: PortId,
+    /// The host at the far end, if the link leads to a host.
+    pub(crate) to_host: Option<HostId>,
+    pub(crate) stats: PortStats,
+}
+
+/// What a port asks its owner to schedule.
+pub(crate) struct PortSched {
+    pub ready_at: Option<Time>,
+    pub arrive_at: Option<Time>,
+}
+
+impl Port {
+    pub(crate) fn new(
+        qdisc: Qdisc,
+        rate: Rate,
+        delay: Dur,
+        node: NodeId,
+        peer_node: NodeId,
+        to_host: Option<HostId>,
+    ) -> Self {
+        Self {
+            qdisc,
+            rate,
+            delay,
+            busy_until: Time::ZERO,
+            pending_at: Time::MAX,
+            pipe: VecDeque::new(),
+            backlog_bytes: 0,
+            backlog_pkts: 0,
+            last_change: Time::ZERO,
+            node,
+            peer_node,
+            reverse: PortId(u32::MAX),
+            to_host,
+            stats: PortStats::default(),
+        }
+    }
+
+    /// Line rate.
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    /// Propagation delay of the link.
+    pub fn delay(&self) -> Dur {
+        self.delay
+    }
+    /// The node this port belongs to.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+    /// The node at the far end of the link.
+    pub fn peer_node(&self) -> NodeId {
+        self.peer_node
+    }
+    /// Counters so far.
+    pub fn stats(&self) -> &PortStats {
+        &self.stats
+    }
+    /// The queue discipline.
+    pub fn qdisc(&self) -> &Qdisc {
+        &self.qdisc
+    }
+    /// Current backlog in wire bytes (excluding the packet being serialized).
+    pub fn backlog_bytes(&self) -> u64 {
+        self.backlog_bytes
+    }
+    /// Packets on the wire.
+    pub fn in_flight(&self) -> usize {
+        self.pipe.len()
+    }
+
+    /// Brings the backlog integral up to `now`.
+    #[inline]
+    fn account(&mut self, now: Time) {
+        let dt = now.saturating_since(self.last_change).as_ps();
+        self.stats.backlog_area += u128::from(self.backlog_bytes) * u128::from(dt);
+        self.last_change = now;
+    }
+
+    /// Starts a measurement window at `now`: returns the counters so far (the caller keeps
+    /// them as the base) and restarts the maxima from the current backlog.
+    pub fn begin_window(&mut self, now: Time) -> PortStats {
+        self.account(now);
+        self.stats.max_backlog_bytes = self.backlog_bytes;
+        self.stats.max_backlog_pkts = self.backlog_pkts;
+        self.stats
+    }
+
+    /// Brings the counters up to `now` (call before reading the backlog integral).
+    pub fn settle(&mut self, now: Time) {
+        self.account(now);
+    }
+
+    /// Offers `pkt`. Returns what to schedule (if the transmitter must be woken).
+    #[inline]
+    pub(crate) fn enqueue(&mut self, pkt: PacketId, now: Time, pool: &mut PacketPool) -> PortSched {
+        let mut cx = QdiscCx {
+            now,
+            line_rate: self.rate,
+            pool,
+            marks: &mut self.stats.ecn_marks,
+        };
+        match self.qdisc.enqueue(pkt, &mut cx) {
+            Verdict::Accept => {
+                let size = u64::from(pool.get(pkt).wire_bytes);
+                self.account(now);
+                self.backlog_bytes += size;
+                self.backlog_pkts += 1;
+                self.stats.enqueued_pkts += 1;
+                self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(self.backlog_bytes);
+                self.stats.max_backlog_pkts = self.stats.max_backlog_pkts.max(self.backlog_pkts);
+            }
+            Verdict::Drop(reason) => {
+                let class = pool.get(pkt).class;
+                self.stats.drops[class as usize] += 1;
+                if reason == DropReason::Aqm {
+                    self.stats.aqm_drops += 1;
+                }
+                pool.free(pkt);
+                return PortSched {
+                    ready_at: None,
+                    arrive_at: None,
+                };
+            }
+        }
+        if now >= self.busy_until {
+            self.try_transmit(now, pool)
+        } else {
+            PortSched {
+                ready_at: self.want_event(self.busy_until),
+                arrive_at: None,
+            }
+        }
+    }
+
+    /// Handles a `PortReady` event at `now`.
+    #[inline]
+    pub(crate) fn on_ready(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
+        if now != self.pending_at {
+            return PortSched {
+                ready_at: None,
+                arrive_at: None,
+            }; // superseded
+        }
+        self.pending_at = Time::MAX;
+        if now < self.busy_until {
+            return PortSched {
+                ready_at: self.want_event(self.busy_until),
+                arrive_at: None,
+            };
+        }
+        self.try_transmit(now, pool)
+    }
+
+    /// Records that an event is wanted at `at`; returns `Some(at)` if it must be scheduled
+    /// (no earlier event is pending).
+    #[inline]
+    fn want_event(&mut self, at: Time) -> Option<Time> {
+        if at < self.pending_at {
+            self.pending_at = at;
+            Some(at)
+        } else {
+            None
+        }
+    }
+
+    /// The transmitter is free at `now`: start the next eligible packet, if any.
+    #[inline]
+    fn try_transmit(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
+        let mut cx = QdiscCx {
+            now,
+            line_rate: self.rate,
+            pool,
+            marks: &mut self.stats.ecn_marks,
+        };
+        let Some(pkt) = self.qdisc.dequeue(&mut cx) else {
+            let ready_at = if self.backlog_pkts > 0 {
+                self.qdisc
+                    .next_wakeup(now)
+                    .and_then(|t| self.want_event(t.max(now)))
+            } else {
+                None
+            };
+            return PortSched {
+                ready_at,
+                arrive_at: None,
+            };
+        };
+        let p = pool.get(pkt);
+        let size = p.wire_bytes;
+        let class = p.class as usize;
+        self.account(now);
+        self.backlog_bytes -= u64::from(size);
+        self.backlog_pkts -= 1;
+        self.stats.tx_pkts += 1;
+        self.stats.tx_bytes[class] += u64::from(size);
+        let done = now + self.rate.tx_time(u64::from(size));
+        self.busy_until = done;
+        let arrive = done + self.delay;
+        let arrive_at = self.pipe.is_empty().then_some(arrive);
+        self.pipe.push_back((arrive, pkt));
+        let ready_at = if self.backlog_pkts > 0 {
+            self.want_event(done)
+        } else {
+            None
+        };
+        PortSched {
+            ready_at,
+            arrive_at,
+        }
+    }
+
+    /// Handles a `LinkArrive` event: removes the head packet of the link. Returns it and
+    /// the arrival time of the next packet, if any (to be scheduled).
+    #[inline]
+    pub(crate) fn on_arrive(&mut self, now: Time) -> (PacketId, Option<Time>) {
+        let (t, pkt) = self
+            .pipe
+            .pop_front()
+            .expect("LinkArrive with an empty link");
+        debug_assert_eq!(t, now, "link FIFO out of order");
+        (pkt, self.pipe.front().map(|&(t, _)| t))
+    }
+}

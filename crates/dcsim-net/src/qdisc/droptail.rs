@@ -1,0 +1,79 @@
+//! First in, first out, with tail drop.
+
+use super::{Amount, DropReason, Fifo, QdiscCx, QueueDisc, Verdict};
+use crate::PacketId;
+
+/// FIFO that refuses a packet which would take the backlog over `limit`.
+#[derive(Debug)]
+pub struct DropTail {
+    fifo: Fifo,
+    limit: Amount,
+}
+
+impl DropTail {
+    /// A drop-tail queue with buffer `limit`.
+    pub fn new(limit: Amount) -> Self {
+        Self {
+            fifo: Fifo::default(),
+            limit,
+        }
+    }
+}
+
+impl QueueDisc for DropTail {
+    fn name(&self) -> &'static str {
+        "droptail"
+    }
+    #[inline]
+    fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
+        let size = cx.pool.get(pkt).wire_bytes;
+        if !self.fifo.fits(self.limit, size) {
+            return Verdict::Drop(DropReason::Overflow);
+        }
+        self.fifo.push(pkt, size);
+        Verdict::Accept
+    }
+    #[inline]
+    fn dequeue(&mut self, _cx: &mut QdiscCx<'_>) -> Option<PacketId> {
+        self.fifo.pop()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.fifo.bytes()
+    }
+    fn backlog_pkts(&self) -> u32 {
+        self.fifo.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::Driver;
+    use super::*;
+    use crate::{Class, Ecn};
+
+    #[test]
+    fn droptail_drops_only_when_full() {
+        let mut q = DropTail::new(Amount::Bytes(3000));
+        let mut d = Driver::new();
+        assert_eq!(
+            d.offer(&mut q, 1538, Class::Data, Ecn::Ect),
+            Verdict::Accept
+        );
+        assert_eq!(
+            d.offer(&mut q, 1538, Class::Data, Ecn::Ect),
+            Verdict::Drop(DropReason::Overflow)
+        );
+        assert_eq!(
+            d.offer(&mut q, 84, Class::Control, Ecn::NotEct),
+            Verdict::Accept
+        );
+        assert_eq!(q.backlog_bytes(), 1622);
+        let mut q = DropTail::new(Amount::Packets(2));
+        d.offer(&mut q, 1538, Class::Data, Ecn::Ect);
+        d.offer(&mut q, 1538, Class::Data, Ecn::Ect);
+        assert_eq!(
+            d.offer(&mut q, 84, Class::Data, Ecn::Ect),
+            Verdict::Drop(DropReason::Overflow)
+        );
+    }
+}

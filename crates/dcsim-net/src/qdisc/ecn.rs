@@ -1,0 +1,89 @@
+//! DCTCP-style ECN marking on the instantaneous queue.
+
+use super::{Amount, DropReason, Fifo, QdiscCx, QueueDisc, Verdict};
+use crate::PacketId;
+
+/// Drop-tail FIFO that CE-marks an ECT packet when, at its arrival, the queue already holds
+/// at least `k` (DCTCP, Alizadeh et al. SIGCOMM'10 §3.1: "mark when the instantaneous queue
+/// exceeds K"; ns-2's RED with `q_weight = 1`, `thresh = maxthresh = K` compares the queue
+/// before the arriving packet with `≥`, and so do we).
+///
+/// Non-ECT packets (TCP ACKs) are never marked and never dropped early.
+#[derive(Debug)]
+pub struct EcnThreshold {
+    fifo: Fifo,
+    limit: Amount,
+    k: Amount,
+}
+
+impl EcnThreshold {
+    /// Buffer `limit`, marking threshold `k`.
+    pub fn new(limit: Amount, k: Amount) -> Self {
+        Self {
+            fifo: Fifo::default(),
+            limit,
+            k,
+        }
+    }
+}
+
+impl QueueDisc for EcnThreshold {
+    fn name(&self) -> &'static str {
+        "ecn"
+    }
+    #[inline]
+    fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
+        let size = cx.pool.get(pkt).wire_bytes;
+        if !self.fifo.fits(self.limit, size) {
+            return Verdict::Drop(DropReason::Overflow);
+        }
+        if self
+            .k
+            .reached_by(self.fifo.bytes(), u64::from(self.fifo.len()))
+        {
+            cx.mark_ce(pkt);
+        }
+        self.fifo.push(pkt, size);
+        Verdict::Accept
+    }
+    #[inline]
+    fn dequeue(&mut self, _cx: &mut QdiscCx<'_>) -> Option<PacketId> {
+        self.fifo.pop()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.fifo.bytes()
+    }
+    fn backlog_pkts(&self) -> u32 {
+        self.fifo.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::Driver;
+    use super::*;
+    use crate::{Class, Ecn};
+
+    #[test]
+    fn ecn_threshold_marks_iff_backlog_at_least_k() {
+        let mut q = EcnThreshold::new(Amount::Packets(100), Amount::Packets(3));
+        let mut d = Driver::new();
+        let mut ids = Vec::new();
+        for _ in 0..6 {
+            d.offer(&mut q, 1538, Class::Data, Ecn::Ect);
+        }
+        while let Some(p) = d.take(&mut q) {
+            ids.push(d.ecn_of(p));
+        }
+        assert_eq!(
+            ids,
+            [Ecn::Ect, Ecn::Ect, Ecn::Ect, Ecn::Ce, Ecn::Ce, Ecn::Ce]
+        );
+        assert_eq!(d.marks, 3);
+        // ACKs (not ECT) above K pass unmarked.
+        for _ in 0..4 {
+            d.offer(&mut q, 84, Class::Control, Ecn::NotEct);
+        }
+        assert_eq!(d.marks, 3);
+    }
+}
