@@ -1,0 +1,204 @@
+//! DCTCP (Alizadeh et al., "Data Center TCP", SIGCOMM 2010; RFC 8257).
+
+use dcsim_engine::Time;
+use serde::{Deserialize, Serialize};
+
+use super::{AckSample, CcMetrics, CongestionControl, RenoCore, WindowLimits};
+
+/// DCTCP parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DctcpConfig {
+    /// EWMA gain g of α (paper: 1/16 at 10 Gb/s; 0.01976 is the published 100 Gb/s setting).
+    pub g: f64,
+    /// Initial α. The ns-2 DCTCP patch starts at 0 (`dctcp_alpha_ 0.0`), RFC 8257 suggests 1;
+    /// the default follows ns-2, the code the reference experiments ran on.
+    pub alpha_init: f64,
+}
+
+impl Default for DctcpConfig {
+    fn default() -> Self {
+        Self {
+            g: 1.0 / 16.0,
+            alpha_init: 0.0,
+        }
+    }
+}
+
+impl DctcpConfig {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if !(self.g > 0.0 && self.g <= 1.0) {
+            return Err(format!("g: must be in (0, 1], got {}", self.g));
+        }
+        if !(0.0..=1.0).contains(&self.alpha_init) {
+            return Err(format!(
+                "alpha_init: must be in [0, 1], got {}",
+                self.alpha_init
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// DCTCP: Reno growth, and on congestion echo a cut proportional to the marked fraction.
+#[derive(Clone, Debug)]
+pub struct Dctcp {
+    core: RenoCore,
+    g: f64,
+    /// DCTCP §3.1 eq. (1): α, the EWMA of the fraction of bytes marked per window.
+    alpha: f64,
+    window_acked: u64,
+    window_marked: u64,
+}
+
+impl Dctcp {
+    /// A DCTCP controller.
+    pub fn new(cfg: &DctcpConfig, limits: WindowLimits) -> Self {
+        Self {
+            core: RenoCore::new(limits),
+            g: cfg.g,
+            alpha: cfg.alpha_init,
+            window_acked: 0,
+            window_marked: 0,
+        }
+    }
+    /// The current α.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+}
+
+impl CongestionControl for Dctcp {
+    fn name(&self) -> &'static str {
+        "dctcp"
+    }
+    fn cwnd_bytes(&self) -> u64 {
+        self.core.cwnd
+    }
+    fn on_ack(&mut self, a: &AckSample) {
+        self.window_acked += a.acked_bytes;
+        self.window_marked += a.ce_bytes;
+        if a.round_start {
+            // DCTCP §3.1 eq. (1): α ← (1 − g)·α + g·F, F = marked / acked bytes of the window.
+            let f = self.window_marked as f64 / self.window_acked.max(1) as f64;
+            self.alpha = (1.0 - self.g) * self.alpha + self.g * f;
+            self.window_acked = 0;
+            self.window_marked = 0;
+        }
+        self.core.grow(a);
+    }
+    /// DCTCP §3.1 eq. (2): cwnd ← cwnd·(1 − α/2), ssthresh likewise; once per window (the
+    /// transport calls this at most once per window of data).
+    fn on_ecn(&mut self, _now: Time, _in_flight: u64) {
+        let w = (self.core.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64;
+        self.core.reduce_to(w);
+    }
+    fn on_loss(&mut self, _now: Time, in_flight: u64) {
+        self.core.halve(in_flight);
+    }
+    fn on_rto(&mut self, _now: Time, in_flight: u64) {
+        self.core.timeout(in_flight);
+    }
+    fn metrics(&self) -> CcMetrics {
+        self.core.metrics(self.alpha)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::driver::rounds;
+    use super::super::{Cc, CcSpec};
+    use super::*;
+
+    fn limits() -> WindowLimits {
+        WindowLimits {
+            mss: 1460,
+            init_cwnd: 10 * 1460,
+            min_cwnd: 2 * 1460,
+        }
+    }
+
+    /// α follows eq. (1) exactly, once per window, and so converges to the marked fraction
+    /// (here one segment in four, rounded by the window size of each round).
+    #[test]
+    fn dctcp_alpha_converges_to_marking_fraction() {
+        let mut cc = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
+        let out = rounds(&mut cc, 200, 1, 4);
+        let mut reference = 0.0;
+        for &(_, alpha, f) in &out {
+            reference = (1.0 - 1.0 / 16.0) * reference + f / 16.0;
+            assert!(
+                (alpha - reference).abs() < 1e-12,
+                "alpha {alpha} vs eq. (1) {reference}"
+            );
+        }
+        let recent: Vec<f64> = out[150..].iter().map(|x| x.2).collect();
+        let (lo, hi) = recent
+            .iter()
+            .fold((1.0f64, 0.0f64), |(l, h), &f| (l.min(f), h.max(f)));
+        let alpha = out.last().unwrap().1;
+        assert!(
+            (0.25..=0.34).contains(&lo) && alpha >= lo - 0.01 && alpha <= hi + 0.01,
+            "alpha {alpha}, F in [{lo}, {hi}]"
+        );
+    }
+
+    #[test]
+    fn dctcp_all_marked_halves_cwnd() {
+        let mut cc = Dctcp::new(
+            &DctcpConfig {
+                alpha_init: 1.0,
+                ..DctcpConfig::default()
+            },
+            limits(),
+        );
+        cc.core.cwnd = 100 * 1460;
+        cc.on_ecn(Time::ZERO, 100 * 1460);
+        assert_eq!(cc.cwnd_bytes(), 50 * 1460);
+    }
+
+    /// Differential: with no marks, DCTCP's window evolves exactly like NewReno's.
+    #[test]
+    fn dctcp_without_marks_behaves_like_reno() {
+        let mut d = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
+        let mut r = CcSpec::Reno.build(limits());
+        for (cc, ss) in [(&mut d, 30 * 1460), (&mut r, 30 * 1460)] {
+            match cc {
+                Cc::Dctcp(x) => x.core.ssthresh = ss,
+                Cc::Reno(_) => {}
+                Cc::Custom(_) => unreachable!(),
+            }
+        }
+        if let Cc::Reno(x) = &mut r {
+            x.on_loss(Time::ZERO, 60 * 1460);
+        }
+        if let Cc::Dctcp(x) = &mut d {
+            x.on_loss(Time::ZERO, 60 * 1460);
+        }
+        assert_eq!(
+            rounds(&mut d, 50, 0, 1)
+                .iter()
+                .map(|x| x.0)
+                .collect::<Vec<_>>(),
+            rounds(&mut r, 50, 0, 1)
+                .iter()
+                .map(|x| x.0)
+                .collect::<Vec<_>>()
+        );
+    }
+
+    proptest! {
+        /// Whatever the marking pattern, the window stays at or above the minimum, α stays
+        /// in [0, 1], and nothing is NaN.
+        #[test]
+        fn dctcp_invariants_hold_under_random_marking(marked in 0u64..5, of in 1u64..5, n in 1usize..14) {
+            let mut cc = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
+            for (w, a, _) in rounds(&mut cc, n, marked.min(of), of) {
+                prop_assert!(w >= 2 * 1460);
+                prop_assert!((0.0..=1.0).contains(&a));
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Transports of dcsim: the shared reliable transport ([`tcp`]) with pluggable congestion
+//! control ([`cc`]), and the flow table that dispatches packets and timers to them.
+//!
+//! An endpoint is a sans-IO state machine: `on_start`, `on_packet`, `on_timer`, each taking
+//! a [`FlowCx`] that lets it allocate packets, hand them to its host NIC and arm timers. It
+//! never touches ports or links.
+#![warn(missing_docs)]
+
+pub mod cc;
+mod flows;
+pub mod tcp;
+
+use dcsim_engine::{Schedule, Time};
+use dcsim_net::{HostId, NetCx, NetEvent, Network, PacketId, PacketPool};
+use serde::{Deserialize, Serialize};
+
+pub use dcsim_net::FlowId;
+pub use flows::{FlowRecord, FlowSpec, Flows, ideal_fct};
+pub use tcp::TcpConfig;
+
+/// Events of the transport layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowEvent {
+    /// The flow starts.
+    Start(FlowId),
+    /// A flow timer: (flow, timer kind, generation).
+    Timer(FlowId, u8, u32),
+}
+
+/// What an endpoint may touch while handling one event.
+pub struct FlowCx<'a, S> {
+    /// The current time.
+    pub now: Time,
+    /// The packet pool.
+    pub pool: &'a mut PacketPool,
+    /// The network (only to hand packets to a host NIC).
+    pub net: &'a mut Network,
+    /// The scheduler.
+    pub sched: &'a mut S,
+}
+
+impl<S: Schedule<NetEvent>> FlowCx<'_, S> {
+    /// Hands `pkt` to the NIC of `host`.
+    #[inline]
+    pub fn send(&mut self, host: HostId, pkt: PacketId) {
+        let mut ncx = NetCx {
+            now: self.now,
+            pool: self.pool,
+            sched: self.sched,
+        };
+        self.net.send(host, pkt, &mut ncx);
+    }
+}
+
+/// A transport as written in a scenario (`kind = "..."`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TransportSpec {
+    /// The shared reliable transport (TCP) with a congestion controller.
+    Tcp(TcpConfig),
+}
+
+impl Default for TransportSpec {
+    fn default() -> Self {
+        Self::Tcp(TcpConfig::default())
+    }
+}
+
+impl TransportSpec {
+    /// Checks parameter ranges; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Self::Tcp(c) => c.validate(),
+        }
+    }
+    /// Short name for output ("dctcp", "reno").
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Tcp(c) => match c.cc {
+                cc::CcSpec::Reno => "reno",
+                cc::CcSpec::Dctcp(_) => "dctcp",
+            },
+        }
+    }
+    /// Wire bytes of a full data packet (for ideal completion times).
+    pub fn full_packet_wire_bytes(&self) -> u32 {
+        match self {
+            Self::Tcp(c) => c.full_segment_wire_bytes(),
+        }
+    }
+    /// Payload bytes of a full data packet.
+    pub fn payload_per_packet(&self) -> u64 {
+        match self {
+            Self::Tcp(c) => c.mss.0,
+        }
+    }
+    /// The transports a scenario can name (for `dcsim list`).
+    pub const KINDS: &'static [(&'static str, &'static str)] = &[(
+        "tcp",
+        "reliable transport (NewReno mechanics) with a congestion controller `cc`",
+    )];
+}
