@@ -159,7 +159,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (unit, scale) in [("GB", 1_000_000_000u64), ("MB", 1_000_000), ("KB", 1_000)] {
-            if b != 0 && b % scale == 0 {
+            if b != 0 && b.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", b / scale);
             }
         }
