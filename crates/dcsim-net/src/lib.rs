@@ -29,6 +29,9 @@ pub use topo::{Graph, NodeKind, TopologySpec};
 use qdisc::Qdisc;
 use route::{Fib, RouteTable, ecmp_pick};
 
+/// Default host transmit budget: 128 KB of wire bytes in the NIC queue.
+pub const DEFAULT_TX_BUDGET_BYTES: u64 = 128_000;
+
 define_id!(
     /// A node (host or switch).
     NodeId
@@ -94,6 +97,8 @@ pub struct Network {
     mode: RoutingMode,
     salt: u64,
     hops: u64,
+    tx_budget: u64,
+    nic_waiting: Vec<bool>,
 }
 
 /// A network that cannot be built.
@@ -189,6 +194,7 @@ impl Network {
             }
             nodes[graph.hosts[h]].edge = nodes[sw].edge;
             nic.push(p);
+            ports[p.index()].from_host = Some(HostId::new(h));
             down.push(ports[p.index()].reverse);
         }
         let is_switch: Vec<bool> = nodes.iter().map(|n| n.kind == NodeKind::Switch).collect();
@@ -208,6 +214,8 @@ impl Network {
             mode: routing.mode,
             salt: routing.salt,
             hops: 0,
+            tx_budget: DEFAULT_TX_BUDGET_BYTES,
+            nic_waiting: vec![false; graph.hosts.len()],
         })
     }
 
@@ -257,6 +265,27 @@ impl Network {
     pub fn host_node(&self, h: HostId) -> NodeId {
         self.hosts[h.index()]
     }
+    /// Sets the host transmit budget (see [`Network::nic_room`]).
+    pub fn set_tx_budget(&mut self, bytes: u64) {
+        self.tx_budget = bytes;
+    }
+
+    /// Whether a transport on host `h` may hand a packet of `wire_bytes` to its NIC now:
+    /// the NIC queue stays within the host transmit budget. If not, the host is marked as
+    /// waiting and [`Network::on_port_ready`] reports when the queue has drained to half
+    /// the budget. This is the back-pressure of a real stack (Linux's TCP small queues):
+    /// a host does not drop its own packets, and a sender limited by its NIC waits instead
+    /// of piling its window into the NIC queue.
+    #[inline]
+    pub fn nic_room(&mut self, h: HostId, wire_bytes: u32) -> bool {
+        let q = self.ports[self.nic[h.index()].index()].backlog_bytes();
+        if q == 0 || q + u64::from(wire_bytes) <= self.tx_budget {
+            return true;
+        }
+        self.nic_waiting[h.index()] = true;
+        false
+    }
+
     /// The routing mode.
     pub fn routing_mode(&self) -> RoutingMode {
         self.mode
@@ -296,7 +325,7 @@ impl Network {
                 let fwd = self.ecmp_route(flow_key, src, dst);
                 (
                     fwd,
-                    self.ecmp_route(splitmix(flow_key ^ 0x7265_7665_7273_65), dst, src),
+                    self.ecmp_route(splitmix(flow_key ^ 0x0072_6576_6572_7365), dst, src),
                 )
             }
         }
@@ -353,16 +382,28 @@ impl Network {
         }
     }
 
-    /// Handles [`NetEvent::PortReady`].
+    /// Handles [`NetEvent::PortReady`]. Returns a host whose NIC queue has drained enough
+    /// for its waiting senders to continue (see [`Network::nic_room`]).
     #[inline]
-    pub fn on_port_ready<S: Schedule<NetEvent>>(&mut self, port: PortId, cx: &mut NetCx<'_, S>) {
-        let s = self.ports[port.index()].on_ready(cx.now, cx.pool);
+    pub fn on_port_ready<S: Schedule<NetEvent>>(
+        &mut self,
+        port: PortId,
+        cx: &mut NetCx<'_, S>,
+    ) -> Option<HostId> {
+        let p = &mut self.ports[port.index()];
+        let s = p.on_ready(cx.now, cx.pool);
         if let Some(t) = s.ready_at {
             cx.sched.at(t, NetEvent::PortReady(port));
         }
         if let Some(t) = s.arrive_at {
             cx.sched.at(t, NetEvent::LinkArrive(port));
         }
+        let h = p.from_host?;
+        if self.nic_waiting[h.index()] && p.backlog_bytes() <= self.tx_budget / 2 {
+            self.nic_waiting[h.index()] = false;
+            return Some(h);
+        }
+        None
     }
 
     /// Handles [`NetEvent::LinkArrive`]. A packet reaching a switch is forwarded at once;
@@ -469,7 +510,9 @@ mod tests {
                 sched: s,
             };
             match ev {
-                NetEvent::PortReady(p) => n.on_port_ready(p, &mut cx),
+                NetEvent::PortReady(p) => {
+                    n.on_port_ready(p, &mut cx);
+                }
                 NetEvent::LinkArrive(p) => {
                     if let Some((h, pkt)) = n.on_link_arrive(p, &mut cx) {
                         out.push((now, h, pkt));

@@ -76,6 +76,9 @@ impl PortStats {
 pub struct Port {
     pub(crate) qdisc: Qdisc,
     pub(crate) rate: Rate,
+    /// Picoseconds per wire byte when the rate divides 8·10¹² exactly (every standard
+    /// Ethernet rate does), else 0: serialization is then one multiplication.
+    ps_per_byte: u64,
     pub(crate) delay: Dur,
     /// When the packet being serialized has left the transmitter.
     busy_until: Time,
@@ -92,6 +95,8 @@ pub struct Port {
     pub(crate) reverse: PortId,
     /// The host at the far end, if the link leads to a host.
     pub(crate) to_host: Option<HostId>,
+    /// The host this port belongs to, if it is a NIC.
+    pub(crate) from_host: Option<HostId>,
     pub(crate) stats: PortStats,
 }
 
@@ -113,6 +118,11 @@ impl Port {
         Self {
             qdisc,
             rate,
+            ps_per_byte: if rate.bps() > 0 && 8_000_000_000_000 % rate.bps() == 0 {
+                8_000_000_000_000 / rate.bps()
+            } else {
+                0
+            },
             delay,
             busy_until: Time::ZERO,
             pending_at: Time::MAX,
@@ -124,6 +134,7 @@ impl Port {
             peer_node,
             reverse: PortId(u32::MAX),
             to_host,
+            from_host: None,
             stats: PortStats::default(),
         }
     }
@@ -286,7 +297,13 @@ impl Port {
         self.backlog_pkts -= 1;
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes[class] += u64::from(size);
-        let done = now + self.rate.tx_time(u64::from(size));
+        let tx = if self.ps_per_byte > 0 {
+            Dur::from_ps(u64::from(size) * self.ps_per_byte)
+        } else {
+            self.rate.tx_time(u64::from(size))
+        };
+        debug_assert_eq!(tx, self.rate.tx_time(u64::from(size)));
+        let done = now + tx;
         self.busy_until = done;
         let arrive = done + self.delay;
         let arrive_at = self.pipe.is_empty().then_some(arrive);

@@ -72,10 +72,10 @@ impl RouteTable {
         let h = path
             .iter()
             .fold(0x5151_u64, |h, p| splitmix(h ^ u64::from(p.0)));
-        if let Some(ids) = self.index.get(&h) {
-            if let Some(&id) = ids.iter().find(|&&id| self.path(id) == path) {
-                return id;
-            }
+        if let Some(ids) = self.index.get(&h)
+            && let Some(&id) = ids.iter().find(|&&id| self.path(id) == path)
+        {
+            return id;
         }
         self.ports.push(PortId::new(path.len()));
         let id = RouteId::new(self.ports.len());

@@ -51,12 +51,16 @@ struct Flow {
     spec: FlowSpec,
     record: FlowRecord,
     conn: Option<Box<Conn>>,
+    waiting_nic: bool,
 }
 
 /// All flows of a simulation.
 pub struct Flows {
     transports: Vec<TransportSpec>,
     flows: Vec<Flow>,
+    /// Per host: flows waiting for room in the NIC queue, in the order they blocked.
+    nic_waiters: Vec<Vec<FlowId>>,
+    scratch: Vec<FlowId>,
     completed: u64,
     active: u64,
     delivered_pkts: u64,
@@ -64,11 +68,14 @@ pub struct Flows {
 }
 
 impl Flows {
-    /// A flow table using the given transports (flows refer to them by index).
-    pub fn new(transports: Vec<TransportSpec>) -> Self {
+    /// A flow table for `hosts` hosts using the given transports (flows refer to them by
+    /// index).
+    pub fn new(transports: Vec<TransportSpec>, hosts: usize) -> Self {
         Self {
             transports,
             flows: Vec::new(),
+            nic_waiters: vec![Vec::new(); hosts],
+            scratch: Vec::new(),
             completed: 0,
             active: 0,
             delivered_pkts: 0,
@@ -82,6 +89,7 @@ impl Flows {
             spec,
             record: FlowRecord::default(),
             conn: None,
+            waiting_nic: false,
         });
         FlowId::new(self.flows.len() - 1)
     }
@@ -127,10 +135,10 @@ impl Flows {
     }
     /// Controller state of `f`, while it is running.
     pub fn cc_metrics(&self, f: FlowId) -> Option<CcMetrics> {
-        match self.flows[f.index()].conn.as_deref() {
-            Some(Conn::Tcp(t)) => Some(t.cc().metrics()),
-            None => None,
-        }
+        self.flows[f.index()]
+            .conn
+            .as_deref()
+            .map(|Conn::Tcp(t)| t.cc().metrics())
     }
     /// Flows whose receiver has every byte.
     pub fn completed(&self) -> u64 {
@@ -186,10 +194,7 @@ impl Flows {
         };
         self.active += 1;
         let p = match &mut conn {
-            Conn::Tcp(tc) => {
-                tc.on_start(spec.stop, cx);
-                Progress::default()
-            }
+            Conn::Tcp(tc) => tc.on_start(spec.stop, cx),
         };
         fl.conn = Some(Box::new(conn));
         self.after(f, p, cx.now);
@@ -230,23 +235,50 @@ impl Flows {
         self.after(f, p, cx.now);
     }
 
+    /// Host `host`'s NIC queue has drained: let its waiting senders continue, in the order
+    /// they blocked.
+    pub fn on_nic_ready<S>(&mut self, host: HostId, cx: &mut FlowCx<'_, S>)
+    where
+        S: Schedule<NetEvent> + Schedule<FlowEvent>,
+    {
+        std::mem::swap(&mut self.scratch, &mut self.nic_waiters[host.index()]);
+        let mut waiting = std::mem::take(&mut self.scratch);
+        for &f in &waiting {
+            let fl = &mut self.flows[f.index()];
+            fl.waiting_nic = false;
+            let Some(conn) = fl.conn.as_deref_mut() else {
+                continue;
+            };
+            let p = match conn {
+                Conn::Tcp(t) => t.on_nic_ready(cx),
+            };
+            self.after(f, p, cx.now);
+        }
+        waiting.clear();
+        self.scratch = waiting;
+    }
+
     fn after(&mut self, f: FlowId, p: Progress, now: Time) {
         let fl = &mut self.flows[f.index()];
+        if p.nic_blocked && !fl.waiting_nic {
+            fl.waiting_nic = true;
+            self.nic_waiters[fl.spec.src.index()].push(f);
+        }
         if p.completed && fl.record.end.is_none() {
             fl.record.end = Some(now);
             self.completed += 1;
         }
-        if p.finished {
-            if let Some(c) = fl.conn.take() {
-                match *c {
-                    Conn::Tcp(t) => {
-                        fl.record.delivered_bytes = t.delivered_bytes();
-                        fl.record.retransmits = t.stats().retransmits;
-                        fl.record.timeouts = t.stats().timeouts;
-                    }
+        if p.finished
+            && let Some(c) = fl.conn.take()
+        {
+            match *c {
+                Conn::Tcp(t) => {
+                    fl.record.delivered_bytes = t.delivered_bytes();
+                    fl.record.retransmits = t.stats().retransmits;
+                    fl.record.timeouts = t.stats().timeouts;
                 }
-                self.active -= 1;
             }
+            self.active -= 1;
         }
     }
 }

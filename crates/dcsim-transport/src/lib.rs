@@ -50,6 +50,14 @@ impl<S: Schedule<NetEvent>> FlowCx<'_, S> {
         };
         self.net.send(host, pkt, &mut ncx);
     }
+
+    /// Whether `host`'s NIC has room within the host transmit budget for a packet of
+    /// `wire_bytes` (see [`Network::nic_room`]); if not, the flow table wakes the caller's
+    /// flow when it has.
+    #[inline]
+    pub fn nic_room(&mut self, host: HostId, wire_bytes: u32) -> bool {
+        self.net.nic_room(host, wire_bytes)
+    }
 }
 
 /// A transport as written in a scenario (`kind = "..."`).

@@ -165,6 +165,8 @@ pub struct Progress {
     pub completed: bool,
     /// The connection has nothing left to do and can be dropped.
     pub finished: bool,
+    /// The sender is waiting for room in its host's NIC queue.
+    pub nic_blocked: bool,
 }
 
 /// One TCP flow: both endpoints.
@@ -180,7 +182,10 @@ pub struct TcpConn {
     high_tx: u64,
     recover: Option<u64>,
     in_recovery: bool,
+    partial_acks: u32,
     dupacks: u32,
+    cwnd_limited: bool,
+    nic_blocked: bool,
     inflation: u64,
     cwr_end: Option<u64>,
     round_end: u64,
@@ -225,7 +230,10 @@ impl TcpConn {
             high_tx: 0,
             recover: None,
             in_recovery: false,
+            partial_acks: 0,
             dupacks: 0,
+            cwnd_limited: false,
+            nic_blocked: false,
             inflation: 0,
             cwr_end: None,
             round_end: 0,
@@ -269,7 +277,7 @@ impl TcpConn {
     }
 
     /// Starts sending at `now`; arms the stop timer if the flow has a stop time.
-    pub fn on_start<S>(&mut self, stop: Option<Time>, cx: &mut FlowCx<'_, S>)
+    pub fn on_start<S>(&mut self, stop: Option<Time>, cx: &mut FlowCx<'_, S>) -> Progress
     where
         S: Schedule<NetEvent> + Schedule<FlowEvent>,
     {
@@ -278,6 +286,7 @@ impl TcpConn {
         }
         self.round_end = 0;
         self.try_send(cx);
+        self.progress()
     }
 
     /// Handles a packet of this flow that arrived at one of its hosts. Frees it.
@@ -341,7 +350,20 @@ impl TcpConn {
         Progress {
             completed,
             finished: completed && self.sender_done && self.pending_acks == 0,
+            nic_blocked: self.nic_blocked && !self.sender_done,
         }
+    }
+
+    /// The host NIC has room again: continue sending.
+    pub fn on_nic_ready<S>(&mut self, cx: &mut FlowCx<'_, S>) -> Progress
+    where
+        S: Schedule<NetEvent> + Schedule<FlowEvent>,
+    {
+        self.nic_blocked = false;
+        if !self.sender_done {
+            self.try_send(cx);
+        }
+        self.progress()
     }
 
     fn arm<S: Schedule<FlowEvent>>(&mut self, kind: usize, at: Time, cx: &mut FlowCx<'_, S>) {
@@ -362,10 +384,16 @@ impl TcpConn {
         S: Schedule<NetEvent> + Schedule<FlowEvent>,
     {
         let wnd = self.window();
+        self.cwnd_limited = false;
         while self.snd_nxt < self.end {
             let len = self.mss.min(self.end - self.snd_nxt);
             let in_flight = self.snd_nxt - self.snd_una;
             if in_flight > 0 && in_flight + len > wnd {
+                self.cwnd_limited = true;
+                break;
+            }
+            if !cx.nic_room(self.ep.src, wire_bytes(len as u32 + TCP_IP_HEADER_BYTES)) {
+                self.nic_blocked = true;
                 break;
             }
             self.send_segment(self.snd_nxt, cx);
@@ -437,6 +465,7 @@ impl TcpConn {
                     // newly acknowledged amount and add back one segment.
                     self.send_segment(self.snd_una, cx);
                     self.inflation = self.inflation.saturating_sub(acked) + self.mss;
+                    self.partial_acks += 1;
                 }
             }
             if ece && !self.in_recovery && self.cwr_end.is_none_or(|e| self.snd_una >= e) {
@@ -452,6 +481,7 @@ impl TcpConn {
                 min_rtt: self.min_rtt,
                 round_start,
                 in_recovery: self.in_recovery,
+                cwnd_limited: self.cwnd_limited,
                 mss: self.mss,
             };
             self.cc.on_ack(&sample);
@@ -459,7 +489,12 @@ impl TcpConn {
                 self.finish_sender();
                 return;
             }
-            self.timers.cancel(T_RTO);
+            // RFC 6298 §5.3: restart the timer on new data acknowledged; in recovery, only
+            // on the first partial ACK (RFC 6582's "Impatient" variant), so that a window
+            // with many losses falls back to a timeout instead of one hole per RTT.
+            if !self.in_recovery || self.partial_acks <= 1 {
+                self.timers.cancel(T_RTO);
+            }
         } else if a == self.snd_una && self.snd_una < self.snd_nxt {
             self.dupacks += 1;
             if self.in_recovery {
@@ -467,6 +502,7 @@ impl TcpConn {
             } else if self.dupacks == 3 && self.recover.is_none_or(|r| a > r) {
                 // RFC 6582 §3.2 step 2: fast retransmit, enter recovery.
                 self.in_recovery = true;
+                self.partial_acks = 0;
                 self.recover = Some(self.high_tx);
                 self.cc.on_loss(cx.now, self.snd_nxt - self.snd_una);
                 self.cwr_end = Some(self.high_tx);

@@ -310,7 +310,7 @@ pub enum QdiscSpec {
         /// Limit of the control band.
         control_buffer: Amount,
         /// Discipline for everything else.
-        inner: Box<QdiscSpec>,
+        inner: Box<Self>,
     },
 }
 

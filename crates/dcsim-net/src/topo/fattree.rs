@@ -173,7 +173,7 @@ impl FatTreeSpec {
             ),
             FatTreePreset::KAry => {
                 let k = self.k.unwrap_or(4);
-                if k < 2 || k % 2 != 0 {
+                if k < 2 || !k.is_multiple_of(2) {
                     return Err(format!("k: must be an even number >= 2, got {k}"));
                 }
                 let h = k / 2;

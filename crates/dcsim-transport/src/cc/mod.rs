@@ -39,6 +39,9 @@ pub struct AckSample {
     pub round_start: bool,
     /// The sender is in fast recovery (window growth is suspended).
     pub in_recovery: bool,
+    /// The sender used its whole window when it last sent (RFC 7661): a window that was
+    /// not the limit (the application or the NIC was) must not grow.
+    pub cwnd_limited: bool,
     /// Maximum segment size in bytes.
     pub mss: u64,
 }
@@ -142,8 +145,10 @@ pub struct WindowLimits {
 /// with parameters (`cc = { kind = "dctcp", g = 0.0625 }`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
+#[derive(Default)]
 pub enum CcSpec {
     /// TCP NewReno.
+    #[default]
     Reno,
     /// DCTCP.
     Dctcp(DctcpConfig),
@@ -183,12 +188,6 @@ impl<'de> Deserialize<'de> for CcSpec {
             }
         }
         d.deserialize_any(V)
-    }
-}
-
-impl Default for CcSpec {
-    fn default() -> Self {
-        Self::Reno
     }
 }
 
@@ -256,6 +255,7 @@ pub(crate) mod driver {
                     min_rtt: Dur::from_us(100),
                     round_start: i == segs - 1,
                     in_recovery: false,
+                    cwnd_limited: true,
                     mss,
                 };
                 cc.on_ack(&a);

@@ -28,14 +28,15 @@ impl RenoCore {
         }
     }
 
-    /// Window growth for `acked` new bytes (not during recovery).
+    /// Window growth for `acked` new bytes (not during recovery, and only when the window
+    /// was the limit; RFC 7661 §4.1).
     ///
     /// Slow start: `cwnd += min(acked, 2·MSS)` (appropriate byte counting, RFC 3465 with
     /// L = 2). Congestion avoidance: one MSS per window of acknowledged bytes (RFC 5681
     /// §3.1's byte-counting form of "one segment per RTT").
     #[inline]
     pub fn grow(&mut self, a: &AckSample) {
-        if a.in_recovery {
+        if a.in_recovery || !a.cwnd_limited {
             return;
         }
         let mss = self.limits.mss;
