@@ -1,0 +1,188 @@
+//! The `dcsim` command: run, check and show scenarios, list what exists, benchmark.
+//!
+//! Thin by design: argument parsing and presentation only; everything else is in the
+//! `dcsim` library. Progress and summaries go to stderr, data to files. Exit codes: 0
+//! success, 1 run failure, 2 usage or configuration error.
+
+mod bench;
+mod list;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use dcsim::{ConfigError, Results, ScenarioSpec, World};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// dcsim: a fast, deterministic packet-level simulator for datacenter transports.
+#[derive(Parser)]
+#[command(name = "dcsim", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario and write its results.
+    Run {
+        /// Scenario file (TOML).
+        file: PathBuf,
+        /// Results directory (default: results/<scenario name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Master seed (overrides sim.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario value: --set topology.pairs=4 --set flows[0].size=1MB
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Print nothing but errors.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Validate a scenario without running it.
+    Check {
+        /// Scenario file (TOML).
+        file: PathBuf,
+        /// Override a scenario value.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+    },
+    /// Print the fully resolved scenario, every default filled in.
+    Show {
+        /// Scenario file (TOML).
+        file: PathBuf,
+        /// Override a scenario value.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+    },
+    /// List topologies, transports, congestion controllers, queue disciplines, traffic
+    /// patterns and example scenarios.
+    List,
+    /// Run the fixed benchmark scenarios and print speed figures.
+    Bench {
+        /// Shorter runs (for CI).
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of each scenario (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run {
+            file,
+            out,
+            seed,
+            sets,
+            quiet,
+        } => run(&file, out, seed, sets, quiet),
+        Cmd::Check { file, sets } => match load(&file, &sets) {
+            Ok(s) => {
+                let links = s.graph.links.len();
+                let switches = s.graph.nodes.len() - s.graph.hosts.len();
+                println!(
+                    "{}: ok: {} hosts, {switches} switches, {links} links, {} flows",
+                    file.display(),
+                    s.graph.hosts.len(),
+                    s.flows.len()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => config_error(&e),
+        },
+        Cmd::Show { file, sets } => match load(&file, &sets) {
+            Ok(s) => {
+                print!("{}", s.to_toml());
+                ExitCode::SUCCESS
+            }
+            Err(e) => config_error(&e),
+        },
+        Cmd::List => {
+            list::print();
+            ExitCode::SUCCESS
+        }
+        Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
+    }
+}
+
+fn load(file: &Path, sets: &[String]) -> Result<dcsim::Scenario, ConfigError> {
+    ScenarioSpec::load(file, sets)?.build(&file.display().to_string())
+}
+
+fn config_error(e: &ConfigError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(2)
+}
+
+fn run(
+    file: &Path,
+    out: Option<PathBuf>,
+    seed: Option<u64>,
+    mut sets: Vec<String>,
+    quiet: bool,
+) -> ExitCode {
+    if let Some(s) = seed {
+        sets.push(format!("sim.seed={s}"));
+    }
+    let scenario = match load(file, &sets) {
+        Ok(s) => s,
+        Err(e) => return config_error(&e),
+    };
+    let out = out.unwrap_or_else(|| Path::new("results").join(&scenario.name));
+    let mut world = match World::new(scenario) {
+        Ok(w) => w,
+        Err(e) => return config_error(&e),
+    };
+    let bar = progress_bar(&world, quiet);
+    let stats = world.run(&mut |p| {
+        match p.end {
+            Some(_) => bar.set_position(p.now.as_ns()),
+            None => bar.set_position(p.flows_done.0),
+        }
+        bar.set_message(format!("{:.1} M events", p.events as f64 / 1e6));
+    });
+    bar.finish_and_clear();
+    let results = Results::collect(&mut world);
+    if let Err(e) = results.write(&out) {
+        eprintln!("error: cannot write results to {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
+    if !quiet {
+        eprintln!("{}", results.brief());
+        eprintln!("{}", results.port_table(4));
+        eprintln!(
+            "simulated {:.3} ms in {:.2} s; results in {}",
+            stats.sim_end.as_secs_f64() * 1e3,
+            stats.wall_seconds,
+            out.display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn progress_bar(world: &World, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let spec = &world.scenario().spec;
+    let (len, what) = match spec.sim.duration {
+        Some(d) => (d.as_ns(), "simulated time"),
+        None => (world.flows().len() as u64, "flows done"),
+    };
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{bar:40}} {{percent:>3}}% of {what}  {{msg}}  [{{elapsed_precise}}]"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}

@@ -1,0 +1,177 @@
+//! The `dcsim` binary: results on disk, and one clear message with exit code 2 for bad
+//! input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn dcsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dcsim"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run dcsim")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dcsim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, text: &str) -> String {
+    let p = dir.join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const GOOD: &str = "[sim]\nduration = \"2ms\"\n[topology]\nkind = \"dumbbell\"\npairs = 2\n[[flows]]\nsrc = 0\ndst = 2\n";
+
+#[test]
+fn run_writes_every_result_file_and_output_is_byte_identical() {
+    let d = tmp("run");
+    let f = write(
+        &d,
+        &format!(
+            "{GOOD}[output.timeseries]\nevery = \"100us\"\nflows = \"all\"\ncwnd = true\nports = [\"left->right\"]\n"
+        ),
+    );
+    for out in ["a", "b"] {
+        let o = dcsim(&[
+            "run",
+            &f,
+            "--out",
+            d.join(out).to_str().unwrap(),
+            "--seed",
+            "3",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for file in ["flows.csv", "ports.csv", "timeseries.csv"] {
+        let a = std::fs::read(d.join("a").join(file)).unwrap();
+        assert_eq!(
+            a,
+            std::fs::read(d.join("b").join(file)).unwrap(),
+            "{file} differs between runs"
+        );
+        assert!(a.len() > 40);
+    }
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("a/summary.json")).unwrap()).unwrap();
+    assert_eq!(s["seed"], 3);
+    assert_eq!(s["resolved_scenario"]["topology"]["pairs"], 2);
+    let header = std::fs::read_to_string(d.join("a/flows.csv")).unwrap();
+    assert!(header.starts_with(
+        "flow_id,src,dst,transport,size_bytes,start_ns,end_ns,fct_ns,ideal_fct_ns,slowdown,"
+    ));
+    assert!(
+        !std::fs::read_dir(d.join("a")).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains(".tmp"))
+    );
+}
+
+#[test]
+fn check_show_and_list_work_on_the_examples() {
+    for f in [
+        "scenarios/dctcp-dumbbell.toml",
+        "scenarios/tcp-incast.toml",
+        "scenarios/dctcp-fattree-permutation.toml",
+    ] {
+        let o = dcsim(&["check", f]);
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let o = dcsim(&["show", f]);
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            text.contains("[topology]") && text.contains("min_rto"),
+            "{text}"
+        );
+    }
+    let o = dcsim(&["list"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for word in [
+        "dumbbell",
+        "fat-tree",
+        "dctcp",
+        "red",
+        "permutation",
+        "tcp-incast.toml",
+    ] {
+        assert!(text.contains(word), "list lacks {word}");
+    }
+}
+
+/// Every kind of bad input: one line naming the place, exit code 2, no panic.
+#[test]
+fn bad_input_gets_one_clear_message_and_exit_code_2() {
+    let d = tmp("bad");
+    let cases: &[(&str, &str)] = &[
+        (
+            "[sim]\nduration = \"2ms\"\nbogus = 1\n[topology]\nkind = \"star\"\n",
+            "unknown field `bogus`",
+        ),
+        (
+            "[topology]\nkind = \"dumbbell\"\nbottleneck = { rate = \"10Gbs\", delay = \"1us\" }\n",
+            "unknown rate unit \"Gbs\"",
+        ),
+        (
+            "[topology]\nkind = \"star\"\nhosts = 4\n[[flows]]\nsrc = 0\ndst = 7\nsize = \"1MB\"\n",
+            "flows[0].dst: host 7 is out of range",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[[flows]]\nsrc = 0\ndst = 1\nsize = \"-5MB\"\n",
+            "cannot be negative",
+        ),
+        (
+            "[topology]\nkind = \"star\"\nhost_link = { rate = \"0Gbps\", delay = \"1us\" }\n",
+            "rate 0",
+        ),
+        (
+            "[topology]\nkind = \"hypercube\"\n",
+            "unknown variant `hypercube`",
+        ),
+        ("[topology\nkind = \"star\"\n", "line 1"),
+    ];
+    for (text, want) in cases {
+        let f = write(&d, text);
+        let o = dcsim(&["run", &f, "--out", d.join("out").to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert!(
+            err.contains(want),
+            "for {text:?} expected {want:?} in: {err}"
+        );
+        assert!(
+            err.starts_with("error: ") && err.contains("s.toml"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{err}"
+        );
+    }
+    let o = dcsim(&["run", "no/such/file.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no/such/file.toml: cannot read the file"));
+    let f = write(&d, GOOD);
+    let o = dcsim(&["run", &f, "--set", "flows[5].size=1MB"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--set flows[5].size=1MB: flows has only 1 entries")
+    );
+    assert!(
+        !d.join("out").exists(),
+        "a failed run must not create results"
+    );
+}

@@ -1,0 +1,317 @@
+//! Results of a run: the rows of flows.csv, ports.csv and timeseries.csv and the summary,
+//! and writing them atomically. Schemas are documented in `docs/output.md`.
+
+use std::io;
+use std::path::Path;
+
+use dcsim_metrics::{
+    Distribution, FlowRow, PortRow, SampleRow, atomic_write, digest, jain, to_csv,
+};
+use dcsim_net::{Class, FlowId, PortId};
+use serde_json::{Value, json};
+
+use crate::world::{RunStats, World, port_label};
+
+/// Everything a run produced.
+pub struct Results {
+    /// One row per flow.
+    pub flows: Vec<FlowRow>,
+    /// One row per port (both directions of every link), counters over the window.
+    pub ports: Vec<PortRow>,
+    /// Periodic samples, if asked for.
+    pub samples: Option<Vec<SampleRow>>,
+    /// summary.json.
+    pub summary: Value,
+    flows_csv: Vec<u8>,
+    ports_csv: Vec<u8>,
+    samples_csv: Option<Vec<u8>>,
+}
+
+const FLOW_HEADER: &[&str] = &[
+    "flow_id",
+    "src",
+    "dst",
+    "transport",
+    "size_bytes",
+    "start_ns",
+    "end_ns",
+    "fct_ns",
+    "ideal_fct_ns",
+    "slowdown",
+    "delivered_bytes",
+    "window_goodput_gbps",
+    "retransmits",
+    "timeouts",
+];
+const PORT_HEADER: &[&str] = &[
+    "port",
+    "node",
+    "peer",
+    "tier",
+    "peer_tier",
+    "rate_gbps",
+    "tx_pkts",
+    "tx_bytes",
+    "tx_data_bytes",
+    "utilization",
+    "max_queue_bytes",
+    "avg_queue_bytes",
+    "drops",
+    "data_drops",
+    "control_drops",
+    "credit_drops",
+    "aqm_drops",
+    "ecn_marks",
+];
+const SAMPLE_HEADER: &[&str] = &["time_ns", "kind", "id", "value"];
+
+impl Results {
+    /// Collects the results of a world that has run.
+    ///
+    /// # Panics
+    /// If the world has not run.
+    pub fn collect(world: &mut World) -> Self {
+        let stats: RunStats = world.stats.expect("Results::collect before World::run");
+        let end = stats.sim_end;
+        let win = world.window.start;
+        let win_secs = end.saturating_since(win).as_secs_f64();
+        let flows_t = &world.flows;
+        let mut flow_rows = Vec::with_capacity(flows_t.len());
+        let mut fct_us = Vec::new();
+        let mut slowdowns = Vec::new();
+        let mut long_lived = Vec::new();
+        for i in 0..flows_t.len() {
+            let f = FlowId::new(i);
+            let spec = flows_t.spec(f);
+            let rec = flows_t.record(f);
+            let fct = rec.end.map(|e| e - spec.start);
+            let slowdown = match (fct, rec.ideal_fct) {
+                (Some(a), Some(b)) if b.as_ps() > 0 => Some(a.as_ps() as f64 / b.as_ps() as f64),
+                _ => None,
+            };
+            let in_window = rec
+                .delivered_bytes
+                .saturating_sub(world.window.flow_base[i]);
+            let span = end.saturating_since(win.max(spec.start)).as_secs_f64();
+            let goodput = if span > 0.0 {
+                in_window as f64 * 8.0 / span / 1e9
+            } else {
+                0.0
+            };
+            if let (Some(d), Some(s)) = (fct, slowdown) {
+                fct_us.push(d.as_us_f64());
+                slowdowns.push(s);
+            }
+            if spec.size_bytes.is_none() && spec.start <= win && spec.stop.is_none_or(|s| s >= end)
+            {
+                long_lived.push(goodput);
+            }
+            flow_rows.push(FlowRow {
+                flow_id: f.0,
+                src: spec.src.0,
+                dst: spec.dst.0,
+                transport: flows_t.transports()[spec.transport as usize]
+                    .label()
+                    .to_string(),
+                size_bytes: spec.size_bytes.or(rec.sent_bytes_at_stop),
+                start_ns: spec.start.as_ns(),
+                end_ns: rec.end.map(|e| e.as_ns()),
+                fct_ns: fct.map(|d| d.as_ns()),
+                ideal_fct_ns: rec.ideal_fct.map(|d| d.as_ns()),
+                slowdown,
+                delivered_bytes: rec.delivered_bytes,
+                window_goodput_gbps: goodput,
+                retransmits: rec.retransmits,
+                timeouts: rec.timeouts,
+            });
+        }
+        let net = &mut world.net;
+        let mut port_rows = Vec::with_capacity(net.ports().len());
+        let (mut drops_total, mut data_drops_total, mut marks_total) = (0u64, 0u64, 0u64);
+        let mut max_switch_queue = 0u64;
+        for i in 0..net.ports().len() {
+            let pid = PortId::new(i);
+            net.port_mut(pid).settle(end);
+            let port = net.port(pid);
+            let all = *port.stats();
+            drops_total += all.drops_total();
+            data_drops_total += all.drops[Class::Data as usize];
+            marks_total += all.ecn_marks;
+            let s = all.since(&world.window.port_base[i]);
+            let rate = port.rate();
+            let util = if win_secs > 0.0 {
+                s.tx_bytes_total() as f64 * 8.0 / (rate.bps() as f64 * win_secs)
+            } else {
+                0.0
+            };
+            let avg_q = if win_secs > 0.0 {
+                s.backlog_area as f64 / end.saturating_since(win).as_ps() as f64
+            } else {
+                0.0
+            };
+            if net.is_switch(port.node()) {
+                max_switch_queue = max_switch_queue.max(s.max_backlog_bytes);
+            }
+            port_rows.push(PortRow {
+                port: pid.0,
+                node: net.node_name(port.node()).to_string(),
+                peer: net.node_name(port.peer_node()).to_string(),
+                tier: net.node_tier(port.node()).to_string(),
+                peer_tier: net.node_tier(port.peer_node()).to_string(),
+                rate_gbps: rate.gbps_f64(),
+                tx_pkts: s.tx_pkts,
+                tx_bytes: s.tx_bytes_total(),
+                tx_data_bytes: s.tx_bytes[Class::Data as usize],
+                utilization: util,
+                max_queue_bytes: s.max_backlog_bytes,
+                avg_queue_bytes: avg_q,
+                drops: s.drops_total(),
+                data_drops: s.drops[Class::Data as usize],
+                control_drops: s.drops[Class::Control as usize],
+                credit_drops: s.drops[Class::Credit as usize],
+                aqm_drops: s.aqm_drops,
+                ecn_marks: s.ecn_marks,
+            });
+        }
+        let samples = world.sampler.as_mut().map(|s| std::mem::take(&mut s.rows));
+        let flows_csv = to_csv(&flow_rows, FLOW_HEADER).expect("in-memory CSV cannot fail");
+        let ports_csv = to_csv(&port_rows, PORT_HEADER).expect("in-memory CSV cannot fail");
+        let samples_csv = samples
+            .as_ref()
+            .map(|s| to_csv(s, SAMPLE_HEADER).expect("in-memory CSV cannot fail"));
+        let dig = digest(&[
+            &flows_csv,
+            &ports_csv,
+            samples_csv.as_deref().unwrap_or(&[]),
+        ]);
+        let fct = Distribution::of(&mut fct_us);
+        let sd = Distribution::of(&mut slowdowns);
+        let pool = &world.pool;
+        let summary = json!({
+            "scenario": world.scenario.name,
+            "seed": world.scenario.spec.sim.seed,
+            "dcsim_version": env!("CARGO_PKG_VERSION"),
+            "sim_time_ns": end.as_ns(),
+            "window_start_ns": win.as_ns(),
+            "wall_seconds": stats.wall_seconds,
+            "events_per_second": if stats.wall_seconds > 0.0 { stats.events as f64 / stats.wall_seconds } else { 0.0 },
+            "events": stats.events,
+            "packet_hops": stats.packet_hops,
+            "packets_created": pool.allocated(),
+            "packets_delivered": world.flows.delivered_pkts(),
+            "packets_dropped": drops_total,
+            "packets_in_network": pool.live(),
+            "data_drops": data_drops_total,
+            "ecn_marks": marks_total,
+            "flows_total": world.flows.len(),
+            "flows_completed": world.flows.completed(),
+            "fct_us": fct,
+            "slowdown": sd,
+            "max_queue_bytes": max_switch_queue,
+            "long_lived_flows": long_lived.len(),
+            "jain_fairness": jain(&long_lived),
+            "scheduler": stats.sched,
+            "stale_timers": world.flows.stale_timers(),
+            "peak_packets": pool.capacity_used(),
+            "digest": format!("{dig:016x}"),
+            "resolved_scenario": serde_json::to_value(&world.scenario.spec).unwrap_or(Value::Null),
+        });
+        Self {
+            flows: flow_rows,
+            ports: port_rows,
+            samples,
+            summary,
+            flows_csv,
+            ports_csv,
+            samples_csv,
+        }
+    }
+
+    /// Writes flows.csv, ports.csv, timeseries.csv (if sampled) and summary.json into
+    /// `dir` (created if needed), each atomically; summary.json is written last, so its
+    /// presence means the run's results are complete.
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        atomic_write(&dir.join("flows.csv"), &self.flows_csv)?;
+        atomic_write(&dir.join("ports.csv"), &self.ports_csv)?;
+        if let Some(s) = &self.samples_csv {
+            atomic_write(&dir.join("timeseries.csv"), s)?;
+        }
+        let mut js = serde_json::to_vec_pretty(&self.summary).map_err(io::Error::other)?;
+        js.push(b'\n');
+        atomic_write(&dir.join("summary.json"), &js)
+    }
+
+    /// The digest of the CSV outputs (equal digests mean byte-identical CSV files).
+    pub fn digest(&self) -> &str {
+        self.summary["digest"].as_str().unwrap_or("")
+    }
+
+    /// A few lines for the terminal.
+    pub fn brief(&self) -> String {
+        let s = &self.summary;
+        let mut out = format!(
+            "{}: {} flows ({} completed), {} events, {} packet-hops in {:.2} s wall ({:.1} M events/s)\n",
+            s["scenario"].as_str().unwrap_or("?"),
+            s["flows_total"],
+            s["flows_completed"],
+            s["events"],
+            s["packet_hops"],
+            s["wall_seconds"].as_f64().unwrap_or(0.0),
+            s["events_per_second"].as_f64().unwrap_or(0.0) / 1e6,
+        );
+        if s["fct_us"]["count"].as_u64().unwrap_or(0) > 0 {
+            out += &format!(
+                "  FCT us: mean {:.1}  p50 {:.1}  p99 {:.1}  max {:.1};  slowdown mean {:.2}  p99 {:.2}\n",
+                s["fct_us"]["mean"].as_f64().unwrap_or(0.0),
+                s["fct_us"]["p50"].as_f64().unwrap_or(0.0),
+                s["fct_us"]["p99"].as_f64().unwrap_or(0.0),
+                s["fct_us"]["max"].as_f64().unwrap_or(0.0),
+                s["slowdown"]["mean"].as_f64().unwrap_or(0.0),
+                s["slowdown"]["p99"].as_f64().unwrap_or(0.0),
+            );
+        }
+        out += &format!(
+            "  drops {} (data {}), ECN marks {}, max switch queue {} B",
+            s["packets_dropped"], s["data_drops"], s["ecn_marks"], s["max_queue_bytes"]
+        );
+        if let Some(j) = s["jain_fairness"].as_f64() {
+            out += &format!(
+                ", Jain fairness of {} long-lived flows {:.4}",
+                s["long_lived_flows"], j
+            );
+        }
+        out
+    }
+
+    /// The busiest switch ports (by window utilization) as a small table.
+    pub fn port_table(&self, n: usize) -> String {
+        let mut rows: Vec<&PortRow> = self.ports.iter().filter(|p| p.tier != "host").collect();
+        rows.sort_by(|a, b| {
+            b.utilization
+                .total_cmp(&a.utilization)
+                .then(a.port.cmp(&b.port))
+        });
+        let mut out = format!(
+            "{:<22} {:>8} {:>12} {:>12} {:>8} {:>10}\n",
+            "port", "util", "avg_q_B", "max_q_B", "drops", "ecn_marks"
+        );
+        for p in rows.into_iter().take(n) {
+            out += &format!(
+                "{:<22} {:>7.1}% {:>12.0} {:>12} {:>8} {:>10}\n",
+                format!("{}->{}", p.node, p.peer),
+                p.utilization * 100.0,
+                p.avg_queue_bytes,
+                p.max_queue_bytes,
+                p.drops,
+                p.ecn_marks
+            );
+        }
+        out
+    }
+}
+
+/// Label of a port, for callers outside this crate.
+pub fn label(world: &World, p: PortId) -> String {
+    port_label(world.net(), p)
+}

@@ -1,0 +1,348 @@
+//! The world: every component of one simulation, owned in one place, and the event loop.
+
+use std::time::Instant;
+
+use dcsim_engine::{Dur, RngTree, SchedStats, Scheduler, Time};
+use dcsim_metrics::SampleRow;
+use dcsim_net::{FlowId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats};
+use dcsim_transport::{FlowCx, FlowEvent, Flows};
+
+use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
+
+/// Every event of a simulation: the sum of the layers' events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Network layer.
+    Net(NetEvent),
+    /// Transport layer.
+    Flow(FlowEvent),
+    /// Take the periodic samples.
+    Sample,
+    /// Start the measurement window (end of warm-up).
+    WindowStart,
+}
+
+const _: () = assert!(size_of::<Event>() <= 16, "events must stay small");
+
+impl From<NetEvent> for Event {
+    fn from(e: NetEvent) -> Self {
+        Self::Net(e)
+    }
+}
+impl From<FlowEvent> for Event {
+    fn from(e: FlowEvent) -> Self {
+        Self::Flow(e)
+    }
+}
+
+/// Progress of a running simulation, reported every 65,536 events.
+#[derive(Clone, Copy, Debug)]
+pub struct RunProgress {
+    /// Simulated time reached.
+    pub now: Time,
+    /// End of the run, if it has a fixed duration.
+    pub end: Option<Time>,
+    /// Events processed.
+    pub events: u64,
+    /// Flows finished so far, and in total.
+    pub flows_done: (u64, u64),
+}
+
+/// Figures of a finished run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunStats {
+    /// Simulated time at the end.
+    pub sim_end: Time,
+    /// Events processed (including stale ones).
+    pub events: u64,
+    /// Packets that crossed a link.
+    pub packet_hops: u64,
+    /// Wall-clock seconds of the event loop.
+    pub wall_seconds: f64,
+    /// Scheduler counters.
+    pub sched: SchedStats,
+}
+
+pub(crate) struct Sampler {
+    pub every: Dur,
+    pub flows: Vec<FlowId>,
+    pub cwnd: bool,
+    pub ports: Vec<(PortId, String)>,
+    pub last_bytes: Vec<u64>,
+    pub rows: Vec<SampleRow>,
+}
+
+pub(crate) struct Window {
+    pub start: Time,
+    pub port_base: Vec<PortStats>,
+    pub flow_base: Vec<u64>,
+}
+
+/// One simulation: network, flows, scheduler and packet pool. `Send`, and independent of
+/// any other world, so simulations can run on several threads at once.
+pub struct World {
+    pub(crate) scenario: Scenario,
+    pub(crate) sched: Scheduler<Event>,
+    pub(crate) pool: PacketPool,
+    pub(crate) net: Network,
+    pub(crate) flows: Flows,
+    pub(crate) end: Option<Time>,
+    pub(crate) window: Window,
+    pub(crate) sampler: Option<Sampler>,
+    pub(crate) stats: Option<RunStats>,
+}
+
+impl World {
+    /// Builds the world of a scenario: the network, every flow's start event, samplers.
+    pub fn new(scenario: Scenario) -> Result<Self, ConfigError> {
+        let spec = &scenario.spec;
+        let rng = RngTree::new(spec.sim.seed);
+        let net = Network::new(&scenario.graph, spec.routing, |p| {
+            if p.on_host {
+                spec.nic.build(&rng, u64::from(p.id.0))
+            } else {
+                spec.queue.build(&rng, u64::from(p.id.0))
+            }
+        })
+        .map_err(|e| ConfigError {
+            source: scenario.name.clone(),
+            message: format!("topology: {e}"),
+        })?;
+        let mut sched = Scheduler::new();
+        let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len());
+        for f in &scenario.flows {
+            let id = flows.add(*f);
+            sched.schedule(f.start, Event::Flow(FlowEvent::Start(id)));
+        }
+        let warmup = Time::from_dur(spec.sim.warmup);
+        if warmup > Time::ZERO {
+            sched.schedule(warmup, Event::WindowStart);
+        }
+        let sampler = spec.output.timeseries.as_ref().map(|ts| {
+            let n = flows.len();
+            let flow_ids: Vec<FlowId> = match &ts.flows {
+                FlowSelection::Keyword(FlowKeyword::All) => (0..n).map(FlowId::new).collect(),
+                FlowSelection::List(l) => l.iter().map(|&f| FlowId(f)).collect(),
+                FlowSelection::Keyword(FlowKeyword::None) | FlowSelection::None => Vec::new(),
+            };
+            let mut ports = Vec::new();
+            for label in &ts.ports {
+                if label == "switches" {
+                    for (i, p) in net.ports().iter().enumerate() {
+                        if net.is_switch(p.node()) {
+                            ports.push((PortId::new(i), port_label(&net, PortId::new(i))));
+                        }
+                    }
+                } else if let Some(i) = port_by_label(&scenario.graph, label) {
+                    ports.push((PortId::new(i), label.clone()));
+                }
+            }
+            sched.schedule(Time::from_dur(ts.every), Event::Sample);
+            Sampler {
+                every: ts.every,
+                last_bytes: vec![0; flow_ids.len()],
+                flows: flow_ids,
+                cwnd: ts.cwnd,
+                ports,
+                rows: Vec::new(),
+            }
+        });
+        let n_ports = net.ports().len();
+        let n_flows = flows.len();
+        Ok(Self {
+            end: spec.sim.duration.map(Time::from_dur),
+            window: Window {
+                start: Time::ZERO,
+                port_base: vec![PortStats::default(); n_ports],
+                flow_base: vec![0; n_flows],
+            },
+            scenario,
+            sched,
+            pool: PacketPool::new(),
+            net,
+            flows,
+            sampler,
+            stats: None,
+        })
+    }
+
+    /// The scenario this world runs.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+    /// The network.
+    pub fn net(&self) -> &Network {
+        &self.net
+    }
+    /// The flows.
+    pub fn flows(&self) -> &Flows {
+        &self.flows
+    }
+    /// The packet pool.
+    pub fn pool(&self) -> &PacketPool {
+        &self.pool
+    }
+
+    /// Runs to the end of the scenario (its duration, or until nothing is left to do),
+    /// calling `progress` every 65,536 events.
+    pub fn run(&mut self, progress: &mut dyn FnMut(&RunProgress)) -> RunStats {
+        let wall = Instant::now();
+        let end = self.end.unwrap_or(Time::MAX);
+        let mut events: u64 = 0;
+        while let Some(t) = self.sched.peek_time() {
+            if t > end {
+                break;
+            }
+            let Some((now, ev)) = self.sched.pop() else {
+                break;
+            };
+            self.dispatch(now, ev);
+            events += 1;
+            if events & 0xFFFF == 0 {
+                progress(&RunProgress {
+                    now,
+                    end: self.end,
+                    events,
+                    flows_done: (self.flows.completed(), self.flows.len() as u64),
+                });
+            }
+        }
+        let sim_end = self.end.unwrap_or_else(|| self.sched.now());
+        let stats = RunStats {
+            sim_end,
+            events,
+            packet_hops: self.net.hops(),
+            wall_seconds: wall.elapsed().as_secs_f64(),
+            sched: self.sched.stats(),
+        };
+        self.stats = Some(stats);
+        stats
+    }
+
+    #[inline]
+    fn dispatch(&mut self, now: Time, ev: Event) {
+        match ev {
+            Event::Net(NetEvent::LinkArrive(p)) => {
+                let mut cx = NetCx {
+                    now,
+                    pool: &mut self.pool,
+                    sched: &mut self.sched,
+                };
+                if let Some((host, pkt)) = self.net.on_link_arrive(p, &mut cx) {
+                    let mut fcx = FlowCx {
+                        now,
+                        pool: &mut self.pool,
+                        net: &mut self.net,
+                        sched: &mut self.sched,
+                    };
+                    self.flows.on_packet(host, pkt, &mut fcx);
+                }
+            }
+            Event::Net(NetEvent::PortReady(p)) => {
+                let mut cx = NetCx {
+                    now,
+                    pool: &mut self.pool,
+                    sched: &mut self.sched,
+                };
+                if let Some(host) = self.net.on_port_ready(p, &mut cx) {
+                    let mut fcx = FlowCx {
+                        now,
+                        pool: &mut self.pool,
+                        net: &mut self.net,
+                        sched: &mut self.sched,
+                    };
+                    self.flows.on_nic_ready(host, &mut fcx);
+                }
+            }
+            Event::Flow(FlowEvent::Timer(f, kind, generation)) => {
+                let mut fcx = FlowCx {
+                    now,
+                    pool: &mut self.pool,
+                    net: &mut self.net,
+                    sched: &mut self.sched,
+                };
+                self.flows.on_timer(f, kind, generation, &mut fcx);
+            }
+            Event::Flow(FlowEvent::Start(f)) => {
+                let mut fcx = FlowCx {
+                    now,
+                    pool: &mut self.pool,
+                    net: &mut self.net,
+                    sched: &mut self.sched,
+                };
+                self.flows.on_start(f, &mut fcx);
+            }
+            Event::Sample => self.sample(now),
+            Event::WindowStart => self.begin_window(now),
+        }
+    }
+
+    fn begin_window(&mut self, now: Time) {
+        self.window.start = now;
+        for (i, base) in self.window.port_base.iter_mut().enumerate() {
+            *base = self.net.port_mut(PortId::new(i)).begin_window(now);
+        }
+        for (i, base) in self.window.flow_base.iter_mut().enumerate() {
+            *base = self.flows.delivered_bytes(FlowId::new(i));
+        }
+    }
+
+    fn sample(&mut self, now: Time) {
+        let Some(s) = self.sampler.as_mut() else {
+            return;
+        };
+        let t = now.as_ns();
+        let secs = s.every.as_secs_f64();
+        for (k, &f) in s.flows.iter().enumerate() {
+            let b = self.flows.delivered_bytes(f);
+            let id = f.0.to_string();
+            s.rows.push(SampleRow {
+                time_ns: t,
+                kind: "throughput_gbps",
+                id: id.clone(),
+                value: (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9,
+            });
+            s.last_bytes[k] = b;
+            if s.cwnd
+                && let Some(m) = self.flows.cc_metrics(f)
+            {
+                s.rows.push(SampleRow {
+                    time_ns: t,
+                    kind: "cwnd_bytes",
+                    id: id.clone(),
+                    value: m.cwnd_bytes as f64,
+                });
+                s.rows.push(SampleRow {
+                    time_ns: t,
+                    kind: "alpha",
+                    id,
+                    value: m.alpha,
+                });
+            }
+        }
+        for (p, label) in &s.ports {
+            let q = self.net.port(*p).backlog_bytes();
+            s.rows.push(SampleRow {
+                time_ns: t,
+                kind: "queue_bytes",
+                id: label.clone(),
+                value: q as f64,
+            });
+        }
+        let next = now + s.every;
+        // In a drained run, stop sampling once nothing else is left to happen.
+        if !self.sched.is_empty() && self.end.is_none_or(|e| next <= e) {
+            self.sched.schedule(next, Event::Sample);
+        }
+    }
+}
+
+/// `node->peer` label of port `p`.
+pub(crate) fn port_label(net: &Network, p: PortId) -> String {
+    let port = net.port(p);
+    format!(
+        "{}->{}",
+        net.node_name(port.node()),
+        net.node_name(port.peer_node())
+    )
+}

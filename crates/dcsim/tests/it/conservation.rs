@@ -1,0 +1,73 @@
+//! Packet conservation over random small scenarios: at the end of a drained run every
+//! packet created was either delivered to an endpoint or dropped by a port.
+
+use proptest::prelude::*;
+
+fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> String {
+    let topology = match topo {
+        0 => "kind = \"dumbbell\"\npairs = 3".to_string(),
+        1 => "kind = \"star\"\nhosts = 6".to_string(),
+        2 => "kind = \"parking-lot\"\nbottlenecks = 2".to_string(),
+        _ => "kind = \"fat-tree\"\nk = 4".to_string(),
+    };
+    let queue = match qdisc {
+        0 => "kind = \"droptail\"\nbuffer = \"12KB\"",
+        1 => "kind = \"ecn\"\nbuffer = \"20pkts\"\nmark_threshold = \"5pkts\"",
+        2 => {
+            "kind = \"red\"\nbuffer = \"30KB\"\nmin_th = \"3pkts\"\nmax_th = \"9pkts\"\nweight = 0.2\necn = false"
+        }
+        _ => {
+            "kind = \"prio\"\ncontrol_buffer = \"4pkts\"\ninner = { kind = \"droptail\", buffer = \"8pkts\" }"
+        }
+    };
+    let mode = ["ecmp", "symmetric-ecmp", "spray"][routing as usize % 3];
+    let cc = if qdisc == 1 { "dctcp" } else { "reno" };
+    let mut s = format!(
+        "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\nkind = \"tcp\"\ncc = \"{cc}\"\nmin_rto = \"200us\"\n"
+    );
+    let hosts = match topo {
+        0 | 1 => 6,
+        2 => 6,
+        _ => 16,
+    };
+    for &(a, b, size, start) in flows {
+        let (src, dst) = (a as u32 % hosts, b as u32 % hosts);
+        if src == dst {
+            continue;
+        }
+        s += &format!(
+            "[[flows]]\nsrc = {src}\ndst = {dst}\nsize = \"{size}B\"\nstart = \"{start}us\"\n"
+        );
+    }
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn drained_runs_conserve_packets_and_complete_every_flow(
+        topo in 0u8..4,
+        qdisc in 0u8..4,
+        routing in 0u8..3,
+        flows in proptest::collection::vec((0u8..16, 0u8..16, 1u32..300_000, 0u16..200), 1..10),
+    ) {
+        let text = scenario(topo, qdisc, &flows, routing);
+        if !text.contains("[[flows]]") {
+            return Ok(());
+        }
+        let (world, r) = crate::run_text(&text);
+        let s = &r.summary;
+        let created = s["packets_created"].as_u64().unwrap();
+        let delivered = s["packets_delivered"].as_u64().unwrap();
+        let dropped = s["packets_dropped"].as_u64().unwrap();
+        prop_assert_eq!(s["packets_in_network"].as_u64().unwrap(), 0, "{}", text);
+        prop_assert_eq!(created, delivered + dropped, "{}", text);
+        prop_assert_eq!(world.net().packets_inside(), 0);
+        prop_assert_eq!(s["flows_completed"].as_u64().unwrap(), r.flows.len() as u64, "{}", text);
+        for f in &r.flows {
+            prop_assert_eq!(Some(f.delivered_bytes), f.size_bytes);
+            prop_assert!(f.fct_ns.unwrap() >= f.ideal_fct_ns.unwrap(), "flow faster than line rate: {:?}", f);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! End-to-end physics within tolerances that say why.
+
+use crate::run;
+
+const K_BYTES: f64 = 65.0 * 1538.0;
+const PKT: f64 = 1538.0;
+
+/// Two DCTCP flows on the 10 Gb/s dumbbell (scenarios/dctcp-dumbbell.toml), measured over
+/// 200 ms after a 100 ms warm-up.
+#[test]
+fn dctcp_dumbbell_is_full_lossless_fair_with_queue_near_k() {
+    let r = run("scenarios/dctcp-dumbbell.toml", &[]);
+    let s = &r.summary;
+    let bottleneck = r
+        .ports
+        .iter()
+        .find(|p| p.node == "left" && p.peer == "right")
+        .expect("bottleneck port");
+    // DCTCP keeps the queue above zero at all times with K >= C·RTT/7 (DCTCP §3.3), so the
+    // link never idles: 95 % leaves room only for ACK-clocking jitter.
+    assert!(
+        bottleneck.utilization >= 0.95,
+        "utilization {}",
+        bottleneck.utilization
+    );
+    // 250-packet buffers and a queue held near 65 packets: nothing may be dropped.
+    assert_eq!(s["data_drops"], 0, "{s}");
+    assert_eq!(s["packets_dropped"], 0, "{s}");
+    // The queue must reach K (marking needs it) and, with 2 flows each adding at most one
+    // packet per RTT before reacting, overshoot K by only a few packets; the sawtooth's
+    // trough stays well above half of K (DCTCP §3.3 analysis: amplitude O(sqrt(C·RTT))).
+    let max = bottleneck.max_queue_bytes as f64;
+    let avg = bottleneck.avg_queue_bytes;
+    assert!(
+        (K_BYTES..=K_BYTES + 20.0 * PKT).contains(&max),
+        "max queue {max} B vs K {K_BYTES} B"
+    );
+    assert!(
+        (K_BYTES - 30.0 * PKT..=K_BYTES + 10.0 * PKT).contains(&avg),
+        "avg queue {avg} B vs K {K_BYTES} B"
+    );
+    // Two identical flows converge to equal shares long before the window starts.
+    // DCTCP §3.3 fluid analysis for N synchronized flows: W* = (C·RTT + K)/N packets,
+    // α ≈ sqrt(2/W*), amplitude A = N(W*+1)α/2, Q_max = K + N, so the mean of the sawtooth
+    // is about K + N − A/2. With N = 2, C·RTT = 81.3 packets: A ≈ 12.3, mean ≈ 60.9 packets.
+    // The model ignores serialization jitter and desynchronization; 10 % covers them.
+    let (n, bdp, k) = (2.0, 10e9 * 100e-6 / (PKT * 8.0), 65.0);
+    let w = (bdp + k) / n;
+    let a = n * (w + 1.0) * (2.0 / w as f64).sqrt() / 2.0;
+    let predicted = (k + n - a / 2.0) * PKT;
+    assert!((avg - predicted).abs() <= 0.10 * predicted, "avg queue {avg} B vs DCTCP model {predicted} B");
+    let jain = s["jain_fairness"].as_f64().expect("two long-lived flows");
+    assert!(jain >= 0.99, "Jain index {jain}");
+    let total: f64 = r.flows.iter().map(|f| f.window_goodput_gbps).sum();
+    // Goodput = 10 Gb/s x 1460/1538 payload share, less the ACK-free reverse direction.
+    assert!(
+        total > 0.95 * 10.0 * 1460.0 / 1538.0,
+        "goodput {total} Gb/s"
+    );
+}
+
+/// NewReno incast with a 100 KB buffer (scenarios/tcp-incast.toml): 32 x 64 KB answers
+/// overflow the receiver's port, yet every byte arrives.
+#[test]
+fn reno_incast_with_small_buffer_drops_and_still_delivers_every_byte() {
+    let r = run("scenarios/tcp-incast.toml", &[]);
+    let s = &r.summary;
+    assert!(
+        s["data_drops"].as_u64().unwrap() > 0,
+        "an incast into 100 KB must overflow: {s}"
+    );
+    assert_eq!(s["flows_completed"], 32);
+    for f in &r.flows {
+        assert_eq!(Some(f.delivered_bytes), f.size_bytes, "flow {}", f.flow_id);
+        assert!(f.fct_ns.unwrap() >= f.ideal_fct_ns.unwrap());
+    }
+    assert!(r.flows.iter().map(|f| f.retransmits).sum::<u64>() > 0);
+    // The receiver's link is the bottleneck: 2 MB at 10 Gb/s take at least 1.68 ms.
+    assert!(s["sim_time_ns"].as_u64().unwrap() > 1_680_000);
+}
+
+/// A one-segment flow alone on an empty path completes in exactly its ideal time, and the
+/// ideal matches a hand computation.
+#[test]
+fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
+    let (_, r) = crate::run_text(
+        r#"
+        [topology]
+        kind = "dumbbell"
+        pairs = 1
+        [transport]
+        kind = "tcp"
+        cc = "dctcp"
+        [[flows]]
+        src = 0
+        dst = 1
+        size = "1460B"
+        "#,
+    );
+    let f = &r.flows[0];
+    // One 1538 B frame over three 10 Gb/s links (1230.4 ns each) + 50 us propagation
+    // = 53,691.2 ns, reported in whole ns.
+    assert_eq!(f.ideal_fct_ns, Some(53_691));
+    assert_eq!(
+        f.fct_ns, f.ideal_fct_ns,
+        "a single segment is sent at once and never waits"
+    );
+}
+
+/// DCTCP with no ECN-marking switch behaves like NewReno: same window evolution, so the
+/// same output (the transport differs only in the ECN bit, which nobody reads here).
+#[test]
+fn dctcp_without_marking_equals_reno_end_to_end() {
+    let base = |cc: &str| {
+        format!(
+            r#"
+            [sim]
+            duration = "20ms"
+            [topology]
+            kind = "dumbbell"
+            pairs = 2
+            [queue]
+            kind = "droptail"
+            buffer = "100KB"
+            [transport]
+            kind = "tcp"
+            cc = "{cc}"
+            ecn = false
+            [[flows]]
+            src = 0
+            dst = 2
+            [[flows]]
+            src = 1
+            dst = 3
+            start = "1ms"
+            "#
+        )
+    };
+    let (_, a) = crate::run_text(&base("dctcp"));
+    let (_, b) = crate::run_text(&base("reno"));
+    let strip = |r: &dcsim::Results| {
+        r.flows
+            .iter()
+            .map(|f| (f.delivered_bytes, f.retransmits, f.timeouts))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert!(
+        a.summary["packets_dropped"].as_u64().unwrap() > 0,
+        "the test must exercise loss recovery"
+    );
+}
