@@ -48,7 +48,10 @@ fn dctcp_dumbbell_is_full_lossless_fair_with_queue_near_k() {
     let w = (bdp + k) / n;
     let a = n * (w + 1.0) * (2.0 / w as f64).sqrt() / 2.0;
     let predicted = (k + n - a / 2.0) * PKT;
-    assert!((avg - predicted).abs() <= 0.10 * predicted, "avg queue {avg} B vs DCTCP model {predicted} B");
+    assert!(
+        (avg - predicted).abs() <= 0.10 * predicted,
+        "avg queue {avg} B vs DCTCP model {predicted} B"
+    );
     let jain = s["jain_fairness"].as_f64().expect("two long-lived flows");
     assert!(jain >= 0.99, "Jain index {jain}");
     let total: f64 = r.flows.iter().map(|f| f.window_goodput_gbps).sum();
