@@ -46,7 +46,7 @@ fn dctcp_dumbbell_is_full_lossless_fair_with_queue_near_k() {
     // The model ignores serialization jitter and desynchronization; 10 % covers them.
     let (n, bdp, k) = (2.0, 10e9 * 100e-6 / (PKT * 8.0), 65.0);
     let w = (bdp + k) / n;
-    let a = n * (w + 1.0) * (2.0 / w as f64).sqrt() / 2.0;
+    let a = n * (w + 1.0) * (2.0 / w).sqrt() / 2.0;
     let predicted = (k + n - a / 2.0) * PKT;
     assert!(
         (avg - predicted).abs() <= 0.10 * predicted,
