@@ -240,8 +240,8 @@ pub enum Qdisc {
     DropTail(DropTail),
     /// See [`EcnThreshold`].
     Ecn(EcnThreshold),
-    /// See [`Red`].
-    Red(Red),
+    /// See [`Red`] (boxed: it is large and rare, and ports stay small).
+    Red(Box<Red>),
     /// See [`Prio`].
     Prio(Box<Prio>),
     /// Out-of-tree disciplines.
@@ -324,7 +324,10 @@ impl QdiscSpec {
                 buffer,
                 mark_threshold,
             } => Qdisc::Ecn(EcnThreshold::new(*buffer, *mark_threshold)),
-            Self::Red(spec) => Qdisc::Red(Red::new(spec.clone(), rng.stream("red", port_index))),
+            Self::Red(spec) => Qdisc::Red(Box::new(Red::new(
+                spec.clone(),
+                rng.stream("red", port_index),
+            ))),
             Self::Prio {
                 control_buffer,
                 inner,

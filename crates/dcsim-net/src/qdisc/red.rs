@@ -203,14 +203,22 @@ impl QueueDisc for Red {
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         self.update_avg(cx);
         let size = cx.pool.get(pkt).wire_bytes;
-        if !self.fifo.fits(self.spec.buffer, size) {
-            return Verdict::Drop(DropReason::Overflow);
+        let verdict = if !self.fifo.fits(self.spec.buffer, size) {
+            Verdict::Drop(DropReason::Overflow)
+        } else if self.congested() && !(self.spec.ecn && cx.mark_ce(pkt)) {
+            Verdict::Drop(DropReason::Aqm)
+        } else {
+            self.fifo.push(pkt, size);
+            return Verdict::Accept;
+        };
+        if self.fifo.is_empty() {
+            // The arrival was refused and the queue is still empty: the idle period goes
+            // on, and the next arrival must see the average aged over all of it. Without
+            // this, a queue whose average is above max_th drops every lone retransmission
+            // forever, because only arrivals (at w_q each) would lower the average.
+            self.idle_since = Some(cx.now);
         }
-        if self.congested() && !(self.spec.ecn && cx.mark_ce(pkt)) {
-            return Verdict::Drop(DropReason::Aqm);
-        }
-        self.fifo.push(pkt, size);
-        Verdict::Accept
+        verdict
     }
     fn dequeue(&mut self, cx: &mut QdiscCx<'_>) -> Option<PacketId> {
         let p = self.fifo.pop()?;
@@ -236,6 +244,33 @@ mod tests {
     use super::super::testing::Driver;
     use super::*;
     use crate::{Class, Ecn};
+
+    /// A refused arrival to an empty queue keeps the queue idle: after a long enough idle
+    /// period the average has decayed and a lone packet passes (regression: a RED port
+    /// above max_th used to drop every retransmission of a timed-out flow forever).
+    #[test]
+    fn red_average_keeps_decaying_while_refused_arrivals_leave_the_queue_empty() {
+        let spec = RedSpec {
+            weight: 0.002,
+            ecn: false,
+            ..RedSpec::default()
+        };
+        let mut q = Red::new(spec, RngTree::new(1).stream("red", 0));
+        q.avg = 50.0; // far above max_th = 15 packets
+        let mut d = Driver::new();
+        d.now = Time(1_000_000); // 1 us later: still congested
+        assert!(matches!(
+            d.offer(&mut q, 1000, Class::Data, Ecn::NotEct),
+            Verdict::Drop(_)
+        ));
+        // 1 ms of idleness at 10 Gb/s is m = 1250 small packets: avg x 0.998^1250 = avg x 0.08.
+        d.now = Time(1_001_000_000);
+        assert_eq!(
+            d.offer(&mut q, 1000, Class::Data, Ecn::NotEct),
+            Verdict::Accept
+        );
+        assert!(q.avg() < 5.0, "avg {}", q.avg());
+    }
 
     #[test]
     fn red_below_min_th_never_drops() {
