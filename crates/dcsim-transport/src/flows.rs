@@ -60,7 +60,6 @@ pub struct Flows {
     flows: Vec<Flow>,
     /// Per host: flows waiting for room in the NIC queue, in the order they blocked.
     nic_waiters: Vec<Vec<FlowId>>,
-    scratch: Vec<FlowId>,
     completed: u64,
     active: u64,
     delivered_pkts: u64,
@@ -75,7 +74,6 @@ impl Flows {
             transports,
             flows: Vec::new(),
             nic_waiters: vec![Vec::new(); hosts],
-            scratch: Vec::new(),
             completed: 0,
             active: 0,
             delivered_pkts: 0,
@@ -120,6 +118,9 @@ impl Flows {
                     r.delivered_bytes = t.delivered_bytes();
                     r.retransmits = t.stats().retransmits;
                     r.timeouts = t.stats().timeouts;
+                    if fl.spec.size_bytes.is_none() {
+                        r.sent_bytes_at_stop = t.limit_bytes();
+                    }
                 }
             }
         }
@@ -241,9 +242,11 @@ impl Flows {
     where
         S: Schedule<NetEvent> + Schedule<FlowEvent>,
     {
-        std::mem::swap(&mut self.scratch, &mut self.nic_waiters[host.index()]);
-        let mut waiting = std::mem::take(&mut self.scratch);
-        for &f in &waiting {
+        // Index-based, because a flow that blocks again re-registers at the end of the same
+        // list while we walk it; the handled prefix is drained afterwards (no allocation).
+        let n = self.nic_waiters[host.index()].len();
+        for i in 0..n {
+            let f = self.nic_waiters[host.index()][i];
             let fl = &mut self.flows[f.index()];
             fl.waiting_nic = false;
             let Some(conn) = fl.conn.as_deref_mut() else {
@@ -254,8 +257,7 @@ impl Flows {
             };
             self.after(f, p, cx.now);
         }
-        waiting.clear();
-        self.scratch = waiting;
+        self.nic_waiters[host.index()].drain(..n);
     }
 
     fn after(&mut self, f: FlowId, p: Progress, now: Time) {
@@ -276,6 +278,9 @@ impl Flows {
                     fl.record.delivered_bytes = t.delivered_bytes();
                     fl.record.retransmits = t.stats().retransmits;
                     fl.record.timeouts = t.stats().timeouts;
+                    if fl.spec.size_bytes.is_none() {
+                        fl.record.sent_bytes_at_stop = t.limit_bytes();
+                    }
                 }
             }
             self.active -= 1;

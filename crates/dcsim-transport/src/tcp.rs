@@ -271,6 +271,11 @@ impl TcpConn {
     pub fn delivered_bytes(&self) -> u64 {
         self.rcv_nxt
     }
+    /// Bytes the flow will deliver: its size, or what it had sent when its stop time came;
+    /// `None` while a long-lived flow runs.
+    pub fn limit_bytes(&self) -> Option<u64> {
+        (self.end != u64::MAX).then_some(self.end)
+    }
     /// Smoothed RTT, if sampled.
     pub fn srtt(&self) -> Option<Dur> {
         self.srtt

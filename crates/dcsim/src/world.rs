@@ -90,6 +90,8 @@ pub struct World {
     pub(crate) window: Window,
     pub(crate) sampler: Option<Sampler>,
     pub(crate) stats: Option<RunStats>,
+    events: u64,
+    wall_seconds: f64,
 }
 
 impl World {
@@ -163,6 +165,8 @@ impl World {
             flows,
             sampler,
             stats: None,
+            events: 0,
+            wall_seconds: 0.0,
         })
     }
 
@@ -186,33 +190,41 @@ impl World {
     /// Runs to the end of the scenario (its duration, or until nothing is left to do),
     /// calling `progress` every 65,536 events.
     pub fn run(&mut self, progress: &mut dyn FnMut(&RunProgress)) -> RunStats {
+        self.run_until(self.end.unwrap_or(Time::MAX), progress);
+        self.finish()
+    }
+
+    /// Processes every event up to and including time `t` (not beyond the scenario's end).
+    /// Can be called repeatedly with increasing times; [`World::finish`] closes the run.
+    pub fn run_until(&mut self, t: Time, progress: &mut dyn FnMut(&RunProgress)) {
         let wall = Instant::now();
-        let end = self.end.unwrap_or(Time::MAX);
+        let end = t.min(self.end.unwrap_or(Time::MAX));
         let mut events: u64 = 0;
-        while let Some(t) = self.sched.peek_time() {
-            if t > end {
-                break;
-            }
-            let Some((now, ev)) = self.sched.pop() else {
-                break;
-            };
+        while let Some((now, ev)) = self.sched.pop_until(end) {
             self.dispatch(now, ev);
             events += 1;
             if events & 0xFFFF == 0 {
                 progress(&RunProgress {
                     now,
                     end: self.end,
-                    events,
+                    events: self.events + events,
                     flows_done: (self.flows.completed(), self.flows.len() as u64),
                 });
             }
         }
+        self.events += events;
+        self.wall_seconds += wall.elapsed().as_secs_f64();
+    }
+
+    /// Ends the run at the scenario's end (or the last event of a drained run) and returns
+    /// its figures.
+    pub fn finish(&mut self) -> RunStats {
         let sim_end = self.end.unwrap_or_else(|| self.sched.now());
         let stats = RunStats {
             sim_end,
-            events,
+            events: self.events,
             packet_hops: self.net.hops(),
-            wall_seconds: wall.elapsed().as_secs_f64(),
+            wall_seconds: self.wall_seconds,
             sched: self.sched.stats(),
         };
         self.stats = Some(stats);

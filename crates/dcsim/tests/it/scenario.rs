@@ -153,3 +153,35 @@ fn dctcp_without_marking_equals_reno_end_to_end() {
         "the test must exercise loss recovery"
     );
 }
+
+/// Join/leave: a long-lived flow with a stop time sends nothing new after it, completes
+/// once its last byte arrives, and reports the bytes it sent as its size.
+#[test]
+fn stopped_long_flow_completes_with_the_bytes_it_sent() {
+    let (_, r) = crate::run_text(
+        r#"
+        [sim]
+        duration = "20ms"
+        [topology]
+        kind = "dumbbell"
+        pairs = 2
+        [transport]
+        kind = "tcp"
+        cc = "dctcp"
+        [[generators]]
+        pattern = { kind = "pairs", count = 2, src = 0, dst = 2, start_every = "2ms", stop = "8ms", stop_every = "4ms" }
+        "#,
+    );
+    for (f, stop_ns) in r.flows.iter().zip([8_000_000u64, 12_000_000]) {
+        let size = f.size_bytes.expect("a stopped flow reports what it sent");
+        assert_eq!(f.delivered_bytes, size);
+        let end = f.end_ns.expect("completes after its stop time");
+        assert!(
+            end > stop_ns && end < stop_ns + 2_000_000,
+            "flow {} ended at {end} ns",
+            f.flow_id
+        );
+        // It ran at a few Gb/s for several ms: megabytes, not the initial window.
+        assert!(size > 1_000_000, "flow {} sent only {size} B", f.flow_id);
+    }
+}

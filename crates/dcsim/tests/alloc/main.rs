@@ -1,0 +1,60 @@
+//! No heap allocation per packet or per event in steady state: a counting global allocator
+//! (`stats_alloc`) watches the second half of DCTCP runs, after the pool, queues and link
+//! FIFOs have grown. A binary of its own, because the global allocator applies to the whole
+//! binary.
+
+use std::alloc::System;
+
+use dcsim::engine::Time;
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+fn steady_state_allocations(text: &str, warm: Time) -> (usize, u64) {
+    let spec = dcsim::ScenarioSpec::parse(text, "alloc", &[]).unwrap();
+    let mut w = dcsim::World::new(spec.build("alloc").unwrap()).unwrap();
+    w.run_until(warm, &mut |_| {});
+    let hops = w.net().hops();
+    let region = Region::new(GLOBAL);
+    w.run_until(Time::MAX, &mut |_| {});
+    let s = region.change();
+    (s.allocations + s.reallocations, w.net().hops() - hops)
+}
+
+/// Buffers (link FIFOs, queues, the out-of-order buffer of a receiver that saw a loss) may
+/// still grow a few times after warm-up when they reach a new peak; an allocation per packet
+/// or per event would show as one or more per packet-hop. The bound is one per 10,000.
+fn check(name: &str, text: &str, warm: Time) {
+    let (allocs, hops) = steady_state_allocations(text, warm);
+    eprintln!("{name}: {allocs} allocations over {hops} packet-hops after warm-up");
+    assert!(
+        hops > 50_000,
+        "{name}: the measured part must carry traffic ({hops} hops)"
+    );
+    assert!(
+        allocs as u64 * 10_000 < hops,
+        "{name}: {allocs} allocations over {hops} packet-hops"
+    );
+}
+
+/// One test function: the allocator's counters are process-wide, so the scenarios must not
+/// run concurrently.
+#[test]
+fn steady_state_allocates_nothing_per_packet() {
+    check(
+        "dumbbell",
+        "[sim]\nduration = \"40ms\"\n[topology]\nkind = \"dumbbell\"\npairs = 2\n[transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n[[flows]]\nsrc = 0\ndst = 2\n[[flows]]\nsrc = 1\ndst = 3\n",
+        Time(20_000_000_000),
+    );
+    check(
+        "fat-tree",
+        "[sim]\nduration = \"6ms\"\n[topology]\nkind = \"fat-tree\"\nk = 4\n[transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n[[generators]]\npattern = { kind = \"permutation\" }\n",
+        Time(3_000_000_000),
+    );
+    check(
+        "reno-red",
+        "[sim]\nduration = \"30ms\"\n[topology]\nkind = \"star\"\nhosts = 9\n[queue]\nkind = \"red\"\nbuffer = \"100pkts\"\nmin_th = \"10pkts\"\nmax_th = \"30pkts\"\necn = false\n[transport]\nkind = \"tcp\"\ncc = \"reno\"\n[[generators]]\npattern = { kind = \"incast\", receiver = 0, size = \"inf\" }\n",
+        Time(10_000_000_000),
+    );
+}
