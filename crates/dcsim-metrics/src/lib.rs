@@ -43,6 +43,11 @@ pub struct FlowRow {
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// Credits the receiver sent (ExpressPass; 0 otherwise).
+    pub credits_sent: u64,
+    /// Credits that found nothing to send, including those arriving after the flow ended
+    /// (ExpressPass; 0 otherwise).
+    pub credits_wasted: u64,
 }
 
 /// One row of `ports.csv` (counters over the measurement window).
@@ -70,6 +75,10 @@ pub struct PortRow {
     pub utilization: f64,
     /// Largest backlog, wire bytes.
     pub max_queue_bytes: u64,
+    /// Largest backlog of data packets alone, wire bytes.
+    pub max_data_queue_bytes: u64,
+    /// Largest backlog of credits alone, wire bytes (ExpressPass credit queue).
+    pub max_credit_queue_bytes: u64,
     /// Time-weighted mean backlog, wire bytes.
     pub avg_queue_bytes: f64,
     /// Packets dropped (all classes).

@@ -226,7 +226,9 @@ impl Network {
         spec: &qdisc::QdiscSpec,
         rng: &RngTree,
     ) -> Result<Self, BuildError> {
-        Self::new(graph, routing, |p| spec.build(rng, u64::from(p.id.0)))
+        Self::new(graph, routing, |p| {
+            spec.build(rng, u64::from(p.id.0), p.rate)
+        })
     }
 
     /// Number of hosts.
@@ -329,6 +331,18 @@ impl Network {
                 )
             }
         }
+    }
+
+    /// Whether `rev` crosses exactly the links of `fwd`, in reverse order and direction.
+    pub fn is_reverse(&self, fwd: RouteId, rev: RouteId) -> bool {
+        if fwd == RouteId::NONE || rev == RouteId::NONE {
+            return false;
+        }
+        let (f, r) = (self.routes.path(fwd), self.routes.path(rev));
+        f.len() == r.len()
+            && f.iter()
+                .zip(r.iter().rev())
+                .all(|(a, b)| self.ports[a.index()].reverse == *b)
     }
 
     /// The per-flow ECMP route from `src` to `dst` for key `flow_key`.

@@ -41,6 +41,9 @@ pub struct PortStats {
     pub max_backlog_bytes: u64,
     /// Largest backlog seen, in packets.
     pub max_backlog_pkts: u64,
+    /// Largest backlog of each [`Class`] alone, in wire bytes (the credit queue and the
+    /// data queue of an ExpressPass port).
+    pub max_class_backlog_bytes: [u64; Class::COUNT],
     /// Integral of the backlog over time, in byte·picoseconds (for the time-weighted mean).
     pub backlog_area: u128,
 }
@@ -67,6 +70,7 @@ impl PortStats {
             ecn_marks: self.ecn_marks - base.ecn_marks,
             max_backlog_bytes: self.max_backlog_bytes,
             max_backlog_pkts: self.max_backlog_pkts,
+            max_class_backlog_bytes: self.max_class_backlog_bytes,
             backlog_area: self.backlog_area - base.backlog_area,
         }
     }
@@ -88,6 +92,7 @@ pub struct Port {
     pipe: VecDeque<(Time, PacketId)>,
     backlog_bytes: u64,
     backlog_pkts: u64,
+    class_backlog: [u64; Class::COUNT],
     last_change: Time,
     pub(crate) node: NodeId,
     pub(crate) peer_node: NodeId,
@@ -129,6 +134,7 @@ impl Port {
             pipe: VecDeque::new(),
             backlog_bytes: 0,
             backlog_pkts: 0,
+            class_backlog: [0; Class::COUNT],
             last_change: Time::ZERO,
             node,
             peer_node,
@@ -186,6 +192,7 @@ impl Port {
         self.account(now);
         self.stats.max_backlog_bytes = self.backlog_bytes;
         self.stats.max_backlog_pkts = self.backlog_pkts;
+        self.stats.max_class_backlog_bytes = self.class_backlog;
         self.stats
     }
 
@@ -205,9 +212,13 @@ impl Port {
         };
         match self.qdisc.enqueue(pkt, &mut cx) {
             Verdict::Accept => {
-                let size = u64::from(pool.get(pkt).wire_bytes);
+                let p = pool.get(pkt);
+                let (size, class) = (u64::from(p.wire_bytes), p.class as usize);
                 self.account(now);
                 self.backlog_bytes += size;
+                self.class_backlog[class] += size;
+                self.stats.max_class_backlog_bytes[class] =
+                    self.stats.max_class_backlog_bytes[class].max(self.class_backlog[class]);
                 self.backlog_pkts += 1;
                 self.stats.enqueued_pkts += 1;
                 self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(self.backlog_bytes);
@@ -294,6 +305,7 @@ impl Port {
         let class = p.class as usize;
         self.account(now);
         self.backlog_bytes -= u64::from(size);
+        self.class_backlog[class] -= u64::from(size);
         self.backlog_pkts -= 1;
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes[class] += u64::from(size);

@@ -1,12 +1,13 @@
 //! The flow table: specs, per-flow connection state (built at flow start, dropped when the
 //! flow is finished) and the records that results are made from.
 
-use dcsim_engine::{Dur, Rate, Schedule, Time, splitmix};
+use dcsim_engine::{Dur, Rate, RngTree, Schedule, Time, splitmix};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
-use dcsim_net::{FlowId, HostId, NetEvent, PacketId};
+use dcsim_net::{Class, FlowId, HostId, NetEvent, PacketId, RouteId};
 
 use crate::cc::{CcMetrics, CongestionControl};
 use crate::tcp::{Endpoints, Progress, TcpConn};
+use crate::xpass::XpassConn;
 use crate::{FlowCx, FlowEvent, TransportSpec};
 
 /// A flow to simulate.
@@ -37,14 +38,54 @@ pub struct FlowRecord {
     pub delivered_bytes: u64,
     /// Bytes the flow ended up sending, when a stop time cut it short.
     pub sent_bytes_at_stop: Option<u64>,
-    /// Retransmitted segments.
+    /// Retransmitted packets.
     pub retransmits: u64,
-    /// Retransmission timeouts.
+    /// Retransmission timeouts (TCP).
     pub timeouts: u64,
+    /// Credits the receiver sent (ExpressPass).
+    pub credits_sent: u64,
+    /// Credits that reached the sender with nothing to send, including those that arrived
+    /// after the flow had finished (ExpressPass).
+    pub credits_wasted: u64,
 }
 
+/// Per-flow connection state, statically dispatched.
 enum Conn {
     Tcp(TcpConn),
+    Xpass(XpassConn),
+}
+
+/// Forwards a call to the connection, whatever its transport.
+macro_rules! conn {
+    ($c:expr, $t:ident => $e:expr) => {
+        match $c {
+            Conn::Tcp($t) => $e,
+            Conn::Xpass($t) => $e,
+        }
+    };
+}
+
+impl Conn {
+    /// Copies the live counters into `r`.
+    fn fold_into(&self, r: &mut FlowRecord, long_lived: bool) {
+        match self {
+            Self::Tcp(t) => {
+                r.retransmits = t.stats().retransmits;
+                r.timeouts = t.stats().timeouts;
+            }
+            Self::Xpass(x) => {
+                let s = x.stats();
+                r.retransmits = s.retransmits;
+                r.credits_sent = s.credits_sent;
+                // Stragglers already counted by the flow table stay counted.
+                r.credits_wasted = r.credits_wasted.max(s.credits_wasted);
+            }
+        }
+        r.delivered_bytes = conn!(self, t => t.delivered_bytes());
+        if long_lived {
+            r.sent_bytes_at_stop = conn!(self, t => t.limit_bytes());
+        }
+    }
 }
 
 struct Flow {
@@ -60,6 +101,7 @@ pub struct Flows {
     flows: Vec<Flow>,
     /// Per host: flows waiting for room in the NIC queue, in the order they blocked.
     nic_waiters: Vec<Vec<FlowId>>,
+    rng: RngTree,
     completed: u64,
     active: u64,
     delivered_pkts: u64,
@@ -68,12 +110,13 @@ pub struct Flows {
 
 impl Flows {
     /// A flow table for `hosts` hosts using the given transports (flows refer to them by
-    /// index).
-    pub fn new(transports: Vec<TransportSpec>, hosts: usize) -> Self {
+    /// index); flows that need randomness draw from `rng`'s stream `("flow", id)`.
+    pub fn new(transports: Vec<TransportSpec>, hosts: usize, rng: RngTree) -> Self {
         Self {
             transports,
             flows: Vec::new(),
             nic_waiters: vec![Vec::new(); hosts],
+            rng,
             completed: 0,
             active: 0,
             delivered_pkts: 0,
@@ -113,33 +156,39 @@ impl Flows {
         let fl = &self.flows[f.index()];
         let mut r = fl.record;
         if let Some(c) = &fl.conn {
-            match &**c {
-                Conn::Tcp(t) => {
-                    r.delivered_bytes = t.delivered_bytes();
-                    r.retransmits = t.stats().retransmits;
-                    r.timeouts = t.stats().timeouts;
-                    if fl.spec.size_bytes.is_none() {
-                        r.sent_bytes_at_stop = t.limit_bytes();
-                    }
-                }
-            }
+            c.fold_into(&mut r, fl.spec.size_bytes.is_none());
         }
         r
     }
     /// Bytes delivered in order to the receiver of `f`.
     pub fn delivered_bytes(&self, f: FlowId) -> u64 {
         let fl = &self.flows[f.index()];
-        match fl.conn.as_deref() {
-            Some(Conn::Tcp(t)) => t.delivered_bytes(),
-            None => fl.record.delivered_bytes,
+        fl.conn.as_deref().map_or(
+            fl.record.delivered_bytes,
+            |c| conn!(c, t => t.delivered_bytes()),
+        )
+    }
+    /// Sender state of `f` for samplers, while it runs: `(kind, value)` pairs
+    /// (`cwnd_bytes`, `alpha` for TCP; `credit_rate_gbps`, `w` for ExpressPass).
+    pub fn sample(&self, f: FlowId) -> Vec<(&'static str, f64)> {
+        match self.flows[f.index()].conn.as_deref() {
+            Some(Conn::Tcp(t)) => {
+                let m = t.cc().metrics();
+                vec![("cwnd_bytes", m.cwnd_bytes as f64), ("alpha", m.alpha)]
+            }
+            Some(Conn::Xpass(x)) => vec![
+                ("credit_rate_gbps", x.credit_rate() * 8.0 / 1e9),
+                ("w", x.w()),
+            ],
+            None => Vec::new(),
         }
     }
-    /// Controller state of `f`, while it is running.
+    /// Controller state of TCP flow `f`, while it is running.
     pub fn cc_metrics(&self, f: FlowId) -> Option<CcMetrics> {
-        self.flows[f.index()]
-            .conn
-            .as_deref()
-            .map(|Conn::Tcp(t)| t.cc().metrics())
+        match self.flows[f.index()].conn.as_deref() {
+            Some(Conn::Tcp(t)) => Some(t.cc().metrics()),
+            _ => None,
+        }
     }
     /// Flows whose receiver has every byte.
     pub fn completed(&self) -> u64 {
@@ -159,20 +208,22 @@ impl Flows {
     }
 
     /// Handles [`FlowEvent::Start`]: routes the flow, builds its connection, starts it.
+    ///
+    /// # Panics
+    /// If a credit-based flow got routes that are not each other's reverse (the scenario
+    /// check rejects non-symmetric routing for ExpressPass, so this is a bug).
     pub fn on_start<S>(&mut self, f: FlowId, cx: &mut FlowCx<'_, S>)
     where
         S: Schedule<NetEvent> + Schedule<FlowEvent>,
     {
         let fl = &mut self.flows[f.index()];
         let spec = fl.spec;
-        let (fwd, rev) = cx
-            .net
-            .flow_routes(splitmix(u64::from(f.0)), spec.src, spec.dst);
+        let key = splitmix(u64::from(f.0));
+        let (fwd, rev) = cx.net.flow_routes(key, spec.src, spec.dst);
         let t = &self.transports[spec.transport as usize];
         fl.record.ideal_fct = spec.size_bytes.map(|size| {
-            let route = if fwd == dcsim_net::RouteId::NONE {
-                cx.net
-                    .ecmp_route(splitmix(u64::from(f.0)), spec.src, spec.dst)
+            let route = if fwd == RouteId::NONE {
+                cx.net.ecmp_route(key, spec.src, spec.dst)
             } else {
                 fwd
             };
@@ -192,11 +243,24 @@ impl Flows {
         };
         let mut conn = match t {
             TransportSpec::Tcp(c) => Conn::Tcp(TcpConn::new(c, ep, spec.size_bytes)),
+            TransportSpec::Expresspass(c) => {
+                // ExpressPass: data must cross exactly the reverse links of its credits.
+                assert!(
+                    cx.net.is_reverse(fwd, rev),
+                    "flow {f}: ExpressPass needs symmetric routes"
+                );
+                let link = cx.net.port(cx.net.nic(spec.dst)).rate();
+                Conn::Xpass(XpassConn::new(
+                    c,
+                    ep,
+                    spec.size_bytes,
+                    link,
+                    self.rng.stream("flow", u64::from(f.0)),
+                ))
+            }
         };
         self.active += 1;
-        let p = match &mut conn {
-            Conn::Tcp(tc) => tc.on_start(spec.stop, cx),
-        };
+        let p = conn!(&mut conn, c => c.on_start(spec.stop, cx));
         fl.conn = Some(Box::new(conn));
         self.after(f, p, cx.now);
     }
@@ -209,14 +273,17 @@ impl Flows {
     {
         self.delivered_pkts += 1;
         let f = cx.pool.get(pkt).flow;
-        let Some(conn) = self.flows[f.index()].conn.as_deref_mut() else {
-            // A straggler (for example a duplicate ACK) for a finished flow.
+        let fl = &mut self.flows[f.index()];
+        let Some(conn) = fl.conn.as_deref_mut() else {
+            // A straggler for a finished flow: a duplicate ACK, or a credit that was in
+            // flight when the receiver stopped (wasted).
+            if cx.pool.get(pkt).class == Class::Credit {
+                fl.record.credits_wasted += 1;
+            }
             cx.pool.free(pkt);
             return;
         };
-        let p = match conn {
-            Conn::Tcp(t) => t.on_packet(pkt, cx),
-        };
+        let p = conn!(conn, c => c.on_packet(pkt, cx));
         self.after(f, p, cx.now);
     }
 
@@ -229,9 +296,7 @@ impl Flows {
             self.stale_timers += 1;
             return;
         };
-        let (p, stale) = match conn {
-            Conn::Tcp(t) => t.on_timer(kind, generation, cx),
-        };
+        let (p, stale) = conn!(conn, c => c.on_timer(kind, generation, cx));
         self.stale_timers += u64::from(stale);
         self.after(f, p, cx.now);
     }
@@ -249,13 +314,10 @@ impl Flows {
             let f = self.nic_waiters[host.index()][i];
             let fl = &mut self.flows[f.index()];
             fl.waiting_nic = false;
-            let Some(conn) = fl.conn.as_deref_mut() else {
-                continue;
-            };
-            let p = match conn {
-                Conn::Tcp(t) => t.on_nic_ready(cx),
-            };
-            self.after(f, p, cx.now);
+            if let Some(Conn::Tcp(t)) = fl.conn.as_deref_mut() {
+                let p = t.on_nic_ready(cx);
+                self.after(f, p, cx.now);
+            }
         }
         self.nic_waiters[host.index()].drain(..n);
     }
@@ -273,16 +335,7 @@ impl Flows {
         if p.finished
             && let Some(c) = fl.conn.take()
         {
-            match *c {
-                Conn::Tcp(t) => {
-                    fl.record.delivered_bytes = t.delivered_bytes();
-                    fl.record.retransmits = t.stats().retransmits;
-                    fl.record.timeouts = t.stats().timeouts;
-                    if fl.spec.size_bytes.is_none() {
-                        fl.record.sent_bytes_at_stop = t.limit_bytes();
-                    }
-                }
-            }
+            c.fold_into(&mut fl.record, fl.spec.size_bytes.is_none());
             self.active -= 1;
         }
     }

@@ -9,6 +9,7 @@
 pub mod cc;
 mod flows;
 pub mod tcp;
+pub mod xpass;
 
 use dcsim_engine::{Schedule, Time};
 use dcsim_net::{HostId, NetCx, NetEvent, Network, PacketId, PacketPool};
@@ -66,6 +67,8 @@ impl<S: Schedule<NetEvent>> FlowCx<'_, S> {
 pub enum TransportSpec {
     /// The shared reliable transport (TCP) with a congestion controller.
     Tcp(TcpConfig),
+    /// ExpressPass: receiver-driven credits.
+    Expresspass(xpass::XpassConfig),
 }
 
 impl Default for TransportSpec {
@@ -79,7 +82,21 @@ impl TransportSpec {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             Self::Tcp(c) => c.validate(),
+            Self::Expresspass(c) => c.validate(),
         }
+    }
+
+    /// The spec with every profile default filled in (what `dcsim show` prints).
+    pub fn resolved(&self) -> Self {
+        match self {
+            Self::Tcp(c) => Self::Tcp(c.clone()),
+            Self::Expresspass(c) => Self::Expresspass(c.resolve()),
+        }
+    }
+
+    /// Whether the transport needs credit-shaping ports and symmetric routes.
+    pub fn is_credit_based(&self) -> bool {
+        matches!(self, Self::Expresspass(_))
     }
     /// Short name for output ("dctcp", "reno").
     pub fn label(&self) -> &'static str {
@@ -88,23 +105,32 @@ impl TransportSpec {
                 cc::CcSpec::Reno => "reno",
                 cc::CcSpec::Dctcp(_) => "dctcp",
             },
+            Self::Expresspass(_) => "expresspass",
         }
     }
     /// Wire bytes of a full data packet (for ideal completion times).
     pub fn full_packet_wire_bytes(&self) -> u32 {
         match self {
             Self::Tcp(c) => c.full_segment_wire_bytes(),
+            Self::Expresspass(_) => dcsim_net::wire::MAX_WIRE_BYTES,
         }
     }
     /// Payload bytes of a full data packet.
     pub fn payload_per_packet(&self) -> u64 {
         match self {
             Self::Tcp(c) => c.mss.0,
+            Self::Expresspass(_) => u64::from(dcsim_net::wire::TCP_MSS_BYTES),
         }
     }
     /// The transports a scenario can name (for `dcsim list`).
-    pub const KINDS: &'static [(&'static str, &'static str)] = &[(
-        "tcp",
-        "reliable transport (NewReno mechanics) with a congestion controller `cc`",
-    )];
+    pub const KINDS: &'static [(&'static str, &'static str)] = &[
+        (
+            "tcp",
+            "reliable transport (NewReno mechanics) with a congestion controller `cc`",
+        ),
+        (
+            "expresspass",
+            "credit-based: receiver-paced credits, one data packet per credit; profile paper | code",
+        ),
+    ];
 }

@@ -636,7 +636,7 @@ impl TcpConn {
 }
 
 /// Inserts `[s, e)` into sorted, disjoint, non-adjacent ranges, merging as needed.
-fn insert_range(v: &mut Vec<(u64, u64)>, s: u64, e: u64) {
+pub(crate) fn insert_range(v: &mut Vec<(u64, u64)>, s: u64, e: u64) {
     let i = v.partition_point(|r| r.1 < s);
     let mut j = i;
     let (mut ns, mut ne) = (s, e);

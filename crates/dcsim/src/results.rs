@@ -42,6 +42,8 @@ const FLOW_HEADER: &[&str] = &[
     "window_goodput_gbps",
     "retransmits",
     "timeouts",
+    "credits_sent",
+    "credits_wasted",
 ];
 const PORT_HEADER: &[&str] = &[
     "port",
@@ -55,6 +57,8 @@ const PORT_HEADER: &[&str] = &[
     "tx_data_bytes",
     "utilization",
     "max_queue_bytes",
+    "max_data_queue_bytes",
+    "max_credit_queue_bytes",
     "avg_queue_bytes",
     "drops",
     "data_drops",
@@ -80,6 +84,7 @@ impl Results {
         let mut fct_us = Vec::new();
         let mut slowdowns = Vec::new();
         let mut long_lived = Vec::new();
+        let mut credits_wasted_total = 0u64;
         for i in 0..flows_t.len() {
             let f = FlowId::new(i);
             let spec = flows_t.spec(f);
@@ -123,11 +128,15 @@ impl Results {
                 window_goodput_gbps: goodput,
                 retransmits: rec.retransmits,
                 timeouts: rec.timeouts,
+                credits_sent: rec.credits_sent,
+                credits_wasted: rec.credits_wasted,
             });
+            credits_wasted_total += rec.credits_wasted;
         }
         let net = &mut world.net;
         let mut port_rows = Vec::with_capacity(net.ports().len());
         let (mut drops_total, mut data_drops_total, mut marks_total) = (0u64, 0u64, 0u64);
+        let mut credit_drops_total = 0u64;
         let mut max_switch_queue = 0u64;
         for i in 0..net.ports().len() {
             let pid = PortId::new(i);
@@ -136,6 +145,7 @@ impl Results {
             let all = *port.stats();
             drops_total += all.drops_total();
             data_drops_total += all.drops[Class::Data as usize];
+            credit_drops_total += all.drops[Class::Credit as usize];
             marks_total += all.ecn_marks;
             let s = all.since(&world.window.port_base[i]);
             let rate = port.rate();
@@ -164,6 +174,8 @@ impl Results {
                 tx_data_bytes: s.tx_bytes[Class::Data as usize],
                 utilization: util,
                 max_queue_bytes: s.max_backlog_bytes,
+                max_data_queue_bytes: s.max_class_backlog_bytes[Class::Data as usize],
+                max_credit_queue_bytes: s.max_class_backlog_bytes[Class::Credit as usize],
                 avg_queue_bytes: avg_q,
                 drops: s.drops_total(),
                 data_drops: s.drops[Class::Data as usize],
@@ -202,6 +214,8 @@ impl Results {
             "packets_dropped": drops_total,
             "packets_in_network": pool.live(),
             "data_drops": data_drops_total,
+            "credit_drops": credit_drops_total,
+            "credits_wasted": credits_wasted_total,
             "ecn_marks": marks_total,
             "flows_total": world.flows.len(),
             "flows_completed": world.flows.completed(),

@@ -289,6 +289,10 @@ impl ScenarioSpec {
         spec.transport
             .validate()
             .map_err(|e| err(format!("transport.{e}")))?;
+        spec.transport = spec.transport.resolved();
+        for t in spec.transports.values_mut() {
+            *t = t.resolved();
+        }
         let mut transports = vec![spec.transport.clone()];
         let mut index_of = BTreeMap::new();
         for (name, t) in &spec.transports {
@@ -296,6 +300,20 @@ impl ScenarioSpec {
                 .map_err(|e| err(format!("transports.{name}.{e}")))?;
             index_of.insert(name.clone(), transports.len() as u32);
             transports.push(t.clone());
+        }
+        if transports.iter().any(TransportSpec::is_credit_based) {
+            if spec.routing.mode != dcsim_net::RoutingMode::SymmetricEcmp {
+                return Err(err("routing.mode: ExpressPass needs \"symmetric-ecmp\" \
+                     (data must take the reverse path of its credits)"
+                    .into()));
+            }
+            if !spec.queue.shapes_credits() {
+                return Err(err(
+                    "queue.kind: ExpressPass needs \"credit-shaper\" on switch ports \
+                     (credits must be rate-limited at every hop)"
+                        .into(),
+                ));
+            }
         }
         let pick = |name: &Option<String>, at: &str| -> Result<u32, ConfigError> {
             match name {

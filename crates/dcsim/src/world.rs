@@ -101,9 +101,9 @@ impl World {
         let rng = RngTree::new(spec.sim.seed);
         let net = Network::new(&scenario.graph, spec.routing, |p| {
             if p.on_host {
-                spec.nic.build(&rng, u64::from(p.id.0))
+                spec.nic.build(&rng, u64::from(p.id.0), p.rate)
             } else {
-                spec.queue.build(&rng, u64::from(p.id.0))
+                spec.queue.build(&rng, u64::from(p.id.0), p.rate)
             }
         })
         .map_err(|e| ConfigError {
@@ -111,7 +111,7 @@ impl World {
             message: format!("topology: {e}"),
         })?;
         let mut sched = Scheduler::new();
-        let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len());
+        let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len(), rng);
         for f in &scenario.flows {
             let id = flows.add(*f);
             sched.schedule(f.start, Event::Flow(FlowEvent::Start(id)));
@@ -315,21 +315,15 @@ impl World {
                 value: (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9,
             });
             s.last_bytes[k] = b;
-            if s.cwnd
-                && let Some(m) = self.flows.cc_metrics(f)
-            {
-                s.rows.push(SampleRow {
-                    time_ns: t,
-                    kind: "cwnd_bytes",
-                    id: id.clone(),
-                    value: m.cwnd_bytes as f64,
-                });
-                s.rows.push(SampleRow {
-                    time_ns: t,
-                    kind: "alpha",
-                    id,
-                    value: m.alpha,
-                });
+            if s.cwnd {
+                for (kind, value) in self.flows.sample(f) {
+                    s.rows.push(SampleRow {
+                        time_ns: t,
+                        kind,
+                        id: id.clone(),
+                        value,
+                    });
+                }
             }
         }
         for (p, label) in &s.ports {

@@ -12,6 +12,7 @@
 //! | `red` | `red.rs` | Floyd–Jacobson RED: EWMA average, linear ramp, count spacing, gentle, mark or drop |
 //! | `prio` | `prio.rs` | strict priority of control packets over an inner discipline |
 
+mod credit;
 mod droptail;
 mod ecn;
 mod prio;
@@ -25,6 +26,7 @@ use dcsim_engine::units::{SIZE_UNITS, UnitError, parse_quantity};
 use dcsim_engine::{ByteSize, Rate, RngTree, Time};
 use serde::{Deserialize, Serialize};
 
+pub use credit::{CreditShaper, CreditShaperSpec};
 pub use droptail::DropTail;
 pub use ecn::EcnThreshold;
 pub use prio::Prio;
@@ -244,6 +246,8 @@ pub enum Qdisc {
     Red(Box<Red>),
     /// See [`Prio`].
     Prio(Box<Prio>),
+    /// See [`CreditShaper`].
+    Credit(Box<CreditShaper>),
     /// Out-of-tree disciplines.
     Custom(Box<dyn QueueDisc + Send>),
 }
@@ -255,6 +259,7 @@ macro_rules! forward {
             Qdisc::Ecn($q) => $e,
             Qdisc::Red($q) => $e,
             Qdisc::Prio($q) => $e,
+            Qdisc::Credit($q) => $e,
             Qdisc::Custom($q) => $e,
         }
     };
@@ -305,6 +310,9 @@ pub enum QdiscSpec {
     },
     /// Random early detection.
     Red(RedSpec),
+    /// ExpressPass credit shaper: credits behind a token bucket at the credit share of the
+    /// line rate, ahead of `inner` for everything else.
+    CreditShaper(CreditShaperSpec),
     /// Control-class packets (ACKs, signalling) in a strict-priority band ahead of `inner`.
     Prio {
         /// Limit of the control band.
@@ -315,9 +323,9 @@ pub enum QdiscSpec {
 }
 
 impl QdiscSpec {
-    /// Builds the discipline for port `port_index`, drawing any randomness from `rng`'s
-    /// stream for that port.
-    pub fn build(&self, rng: &RngTree, port_index: u64) -> Qdisc {
+    /// Builds the discipline for port `port_index` on a link of `line` rate, drawing any
+    /// randomness from `rng`'s stream for that port.
+    pub fn build(&self, rng: &RngTree, port_index: u64, line: Rate) -> Qdisc {
         match self {
             Self::Droptail { buffer } => Qdisc::DropTail(DropTail::new(*buffer)),
             Self::Ecn {
@@ -333,8 +341,12 @@ impl QdiscSpec {
                 inner,
             } => Qdisc::Prio(Box::new(Prio::new(
                 *control_buffer,
-                inner.build(rng, port_index),
+                inner.build(rng, port_index, line),
             ))),
+            Self::CreditShaper(spec) => {
+                let inner = spec.inner.build(rng, port_index, line);
+                Qdisc::Credit(Box::new(spec.build(inner, line)))
+            }
         }
     }
 
@@ -360,6 +372,19 @@ impl QdiscSpec {
                 nonzero(control_buffer, "control_buffer")?;
                 inner.validate().map_err(|e| format!("inner.{e}"))
             }
+            Self::CreditShaper(spec) => {
+                nonzero(&spec.credit_buffer, "credit_buffer")?;
+                spec.validate()
+            }
+        }
+    }
+
+    /// Whether ports with this discipline shape credits (ExpressPass needs it everywhere).
+    pub fn shapes_credits(&self) -> bool {
+        match self {
+            Self::CreditShaper(_) => true,
+            Self::Prio { inner, .. } => inner.shapes_credits(),
+            _ => false,
         }
     }
 
@@ -377,6 +402,10 @@ impl QdiscSpec {
         (
             "prio",
             "strict priority of control packets (ACKs, signalling) over an inner discipline",
+        ),
+        (
+            "credit-shaper",
+            "ExpressPass: credit queue + token bucket at 84/(84+1538) of the line, then data",
         ),
     ];
 }
@@ -491,6 +520,10 @@ mod tests {
                 buffer: b,
                 ..RedSpec::default()
             }),
+            QdiscSpec::CreditShaper(CreditShaperSpec {
+                inner: Box::new(QdiscSpec::Droptail { buffer: b }),
+                ..CreditShaperSpec::default()
+            }),
             QdiscSpec::Prio {
                 control_buffer: Amount::Packets(4),
                 inner: Box::new(QdiscSpec::Ecn {
@@ -509,19 +542,20 @@ mod tests {
             ops in proptest::collection::vec((any::<bool>(), 64u32..1600, 0u8..3), 1..600)
         ) {
             for spec in all_kinds() {
-                let mut q = spec.build(&RngTree::new(1), 0);
+                let mut q = spec.build(&RngTree::new(1), 0, Rate::from_gbps(10));
                 let mut d = Driver::new();
                 let mut out = Vec::new();
                 for &(arrive, size, class) in &ops {
                     d.now = Time(d.now.0 + 100_000);
                     if arrive {
-                        let class = [Class::Data, Class::Control, Class::Data][class as usize];
+                        let class = [Class::Data, Class::Control, Class::Credit][class as usize];
                         d.offer(&mut q, size, class, Ecn::Ect);
                     } else if let Some(p) = d.take(&mut q) {
                         out.push(p);
                     }
                     prop_assert_eq!(d.enqueued, d.dequeued + u64::from(q.backlog_pkts()), "{}", q.name());
-                    prop_assert!(q.backlog_bytes() <= 20_000 + 4 * 1600, "{}", q.name());
+                    // 20 KB of data, plus at most 8 credits or 4 control packets in a side queue.
+                    prop_assert!(q.backlog_bytes() <= 20_000 + 8 * 1600, "{}", q.name());
                 }
                 for p in out { d.pool.free(p); }
             }

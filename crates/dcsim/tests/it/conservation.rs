@@ -16,15 +16,35 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         2 => {
             "kind = \"red\"\nbuffer = \"30KB\"\nmin_th = \"3pkts\"\nmax_th = \"9pkts\"\nweight = 0.2\necn = false"
         }
-        _ => {
+        3 => {
             "kind = \"prio\"\ncontrol_buffer = \"4pkts\"\ninner = { kind = \"droptail\", buffer = \"8pkts\" }"
         }
+        // ExpressPass with data buffers of 2 packets: data is lost, so NACK-based recovery
+        // (including tail loss) is exercised.
+        _ => {
+            "kind = \"credit-shaper\"\ncredit_buffer = \"2pkts\"\ninner = { kind = \"droptail\", buffer = \"2pkts\" }"
+        }
     };
-    let mode = ["ecmp", "symmetric-ecmp", "spray"][routing as usize % 3];
-    let cc = if qdisc == 1 { "dctcp" } else { "reno" };
+    let xpass = qdisc == 4;
+    let mode = if xpass {
+        "symmetric-ecmp"
+    } else {
+        ["ecmp", "symmetric-ecmp", "spray"][routing as usize % 3]
+    };
+    let transport = match qdisc {
+        1 => "kind = \"tcp\"\ncc = \"dctcp\"\nmin_rto = \"200us\"",
+        4 => [
+            "kind = \"expresspass\"\nprofile = \"paper\"",
+            "kind = \"expresspass\"\nprofile = \"code\"\ncredit_size = [76, 92]",
+        ][routing as usize % 2],
+        _ => "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"",
+    };
     let mut s = format!(
-        "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\nkind = \"tcp\"\ncc = \"{cc}\"\nmin_rto = \"200us\"\n"
+        "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\n{transport}\n"
     );
+    if xpass {
+        s += "[nic]\nkind = \"credit-shaper\"\ninner = { kind = \"droptail\", buffer = \"1MB\" }\n";
+    }
     let hosts = match topo {
         0 | 1 => 6,
         2 => 6,
@@ -43,12 +63,12 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     #[test]
     fn drained_runs_conserve_packets_and_complete_every_flow(
         topo in 0u8..4,
-        qdisc in 0u8..4,
+        qdisc in 0u8..5,
         routing in 0u8..3,
         flows in proptest::collection::vec((0u8..16, 0u8..16, 1u32..300_000, 0u16..200), 1..10),
     ) {
