@@ -20,6 +20,14 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "dctcp-fattree-permutation.toml",
         include_str!("../../../scenarios/dctcp-fattree-permutation.toml"),
     ),
+    (
+        "xpass-dumbbell.toml",
+        include_str!("../../../scenarios/xpass-dumbbell.toml"),
+    ),
+    (
+        "xpass-incast.toml",
+        include_str!("../../../scenarios/xpass-incast.toml"),
+    ),
 ];
 
 fn section(title: &str, rows: &[(&str, &str)]) {
@@ -39,6 +47,11 @@ pub(crate) fn print() {
         "traffic patterns (generators[].pattern.kind)",
         GeneratorSpec::KINDS,
     );
+    println!("experiments (dcsim repro NAME [--quick]):");
+    for e in dcsim_repro::EXPERIMENTS {
+        println!("  {:<32} {}", e.name, e.description);
+    }
+    println!();
     println!("example scenarios (scenarios/):");
     for (name, text) in EXAMPLES {
         let desc = toml::from_str::<toml::Table>(text)

@@ -62,6 +62,20 @@ enum Cmd {
     /// List topologies, transports, congestion controllers, queue disciplines, traffic
     /// patterns and example scenarios.
     List,
+    /// Reproduce a paper experiment (see `dcsim list`): data, result.json and plots.
+    Repro {
+        /// Experiment name, e.g. xpass-convergence.
+        name: String,
+        /// The short form (well under a minute).
+        #[arg(long)]
+        quick: bool,
+        /// Output folder (default: results/repro/NAME, or NAME-quick).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Independent runs executed in parallel (default: the number of cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Run the fixed benchmark scenarios and print speed figures.
     Bench {
         /// Shorter runs (for CI).
@@ -109,6 +123,54 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
+        Cmd::Repro {
+            name,
+            quick,
+            out,
+            jobs,
+        } => repro(&name, quick, out, jobs),
+    }
+}
+
+fn repro(name: &str, quick: bool, out: Option<PathBuf>, jobs: Option<usize>) -> ExitCode {
+    if !dcsim_repro::EXPERIMENTS.iter().any(|e| e.name == name) {
+        let names: Vec<&str> = dcsim_repro::EXPERIMENTS.iter().map(|e| e.name).collect();
+        eprintln!(
+            "error: no experiment named {name:?}; experiments: {}",
+            names.join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    let out = out.unwrap_or_else(|| {
+        Path::new("results/repro").join(if quick {
+            format!("{name}-quick")
+        } else {
+            name.to_string()
+        })
+    });
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let wall = std::time::Instant::now();
+    match dcsim_repro::run(name, quick, out.clone(), jobs) {
+        Ok(result) => {
+            let mut shown = result.clone();
+            if let Some(m) = shown.as_object_mut() {
+                m.remove("parameters");
+            }
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&shown).unwrap_or_default()
+            );
+            eprintln!(
+                "{name}: done in {:.1} s; results in {}",
+                wall.elapsed().as_secs_f64(),
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {name}: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

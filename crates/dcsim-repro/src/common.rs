@@ -1,0 +1,346 @@
+//! What every experiment shares: the output folder, parallel runs, series extraction,
+//! plot specifications and the plotting script.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use dcsim::metrics::atomic_write;
+use dcsim::{Results, ScenarioSpec, World};
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The plotting script, embedded so `dcsim repro` works from any directory.
+const PLOT_PY: &str = include_str!("../../../validation/plot.py");
+
+/// Where an experiment writes, and how hard it works.
+pub struct Ctx {
+    /// The short form (well under a minute).
+    pub quick: bool,
+    /// Output folder.
+    pub out: PathBuf,
+    /// Worker threads for independent runs.
+    pub jobs: usize,
+    pool: rayon::ThreadPool,
+}
+
+/// One run of an experiment.
+pub struct RunSpec {
+    /// Folder name under `runs/`.
+    pub name: String,
+    /// The scenario.
+    pub toml: String,
+    /// Flows added programmatically (a shuffle's 100,000 flows), after the scenario's own.
+    pub extra_flows: Vec<dcsim::transport::FlowSpec>,
+}
+
+impl RunSpec {
+    /// A run of `toml` named `name`.
+    pub fn new(name: impl Into<String>, toml: String) -> Self {
+        Self {
+            name: name.into(),
+            toml,
+            extra_flows: Vec::new(),
+        }
+    }
+}
+
+/// A plotted series.
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// X values.
+    pub x: Vec<f64>,
+    /// Y values.
+    pub y: Vec<f64>,
+}
+
+/// One figure (one or more panels side by side), rendered to `<file>.png` and `.svg`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plot {
+    /// File name without extension.
+    pub file: String,
+    /// Panels.
+    pub panels: Vec<Panel>,
+}
+
+/// One panel of a figure.
+#[derive(Clone, Debug, Serialize)]
+pub struct Panel {
+    /// Title.
+    pub title: String,
+    /// X axis label (with unit).
+    pub xlabel: String,
+    /// Y axis label (with unit).
+    pub ylabel: String,
+    /// `line`, `step`, `points` or `bar`.
+    pub kind: String,
+    /// Log-scale x axis.
+    pub logx: bool,
+    /// Log-scale y axis.
+    pub logy: bool,
+    /// Series.
+    pub series: Vec<Series>,
+}
+
+impl Panel {
+    /// A line panel.
+    pub fn line(title: impl Into<String>, xlabel: &str, ylabel: &str, series: Vec<Series>) -> Self {
+        Self {
+            title: title.into(),
+            xlabel: xlabel.into(),
+            ylabel: ylabel.into(),
+            kind: "line".into(),
+            logx: false,
+            logy: false,
+            series,
+        }
+    }
+    /// The same panel drawn with markers.
+    pub fn points(mut self) -> Self {
+        self.kind = "points".into();
+        self
+    }
+    /// The same panel with a logarithmic x axis.
+    pub fn logx(mut self) -> Self {
+        self.logx = true;
+        self
+    }
+}
+
+impl Ctx {
+    /// Creates the output folder.
+    pub fn new(quick: bool, out: PathBuf, jobs: usize) -> Result<Self, String> {
+        std::fs::create_dir_all(out.join("plots"))
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.max(1))
+            .build()
+            .map_err(|e| format!("cannot start worker threads: {e}"))?;
+        Ok(Self {
+            quick,
+            out,
+            jobs,
+            pool,
+        })
+    }
+
+    /// Picks the quick or the full value.
+    pub fn pick<T>(&self, quick: T, full: T) -> T {
+        if self.quick { quick } else { full }
+    }
+
+    /// Runs scenarios in parallel (each in its own world), writes each run's scenario and
+    /// results under `runs/<name>/`, and returns the results in input order.
+    pub fn run_many(&self, specs: Vec<RunSpec>) -> Result<Vec<Results>, String> {
+        let out = &self.out;
+        self.pool.install(|| {
+            specs
+                .into_par_iter()
+                .map(|s| {
+                    let dir = out.join("runs").join(&s.name);
+                    let spec =
+                        ScenarioSpec::parse(&s.toml, &s.name, &[]).map_err(|e| e.to_string())?;
+                    let mut scenario = spec.build(&s.name).map_err(|e| e.to_string())?;
+                    scenario.flows.extend(s.extra_flows.iter().copied());
+                    let mut world = World::new(scenario).map_err(|e| e.to_string())?;
+                    world.run(&mut |_| {});
+                    let r = Results::collect(&mut world);
+                    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                    atomic_write(&dir.join("scenario.toml"), s.toml.as_bytes())
+                        .map_err(|e| e.to_string())?;
+                    r.write(&dir)
+                        .map_err(|e| format!("{}: {e}", dir.display()))?;
+                    Ok(r)
+                })
+                .collect()
+        })
+    }
+
+    /// Writes a JSON file into the output folder.
+    pub fn write_json(&self, name: &str, v: &impl Serialize) -> Result<(), String> {
+        let mut s = serde_json::to_vec_pretty(v).map_err(|e| e.to_string())?;
+        s.push(b'\n');
+        atomic_write(&self.out.join(name), &s).map_err(|e| e.to_string())
+    }
+
+    /// Writes a CSV file (header + rows) into the output folder.
+    pub fn write_csv(
+        &self,
+        name: &str,
+        header: &[&str],
+        rows: &[Vec<String>],
+    ) -> Result<(), String> {
+        let mut s = header.join(",");
+        s.push('\n');
+        for r in rows {
+            s += &r.join(",");
+            s.push('\n');
+        }
+        atomic_write(&self.out.join(name), s.as_bytes()).map_err(|e| e.to_string())
+    }
+
+    /// Saves a plot specification; [`Ctx::render_plots`] draws them all.
+    pub fn plot(&self, p: &Plot) -> Result<(), String> {
+        self.write_json(&format!("plots/{}.json", p.file), p)
+    }
+
+    /// Runs the plotting script on every plot specification. Without Python and
+    /// matplotlib the data and result.json are still complete; a note says how to get the
+    /// pictures.
+    pub fn render_plots(&self) -> Result<(), String> {
+        let script = self.out.join("plots").join("plot.py");
+        atomic_write(&script, PLOT_PY.as_bytes()).map_err(|e| e.to_string())?;
+        let python = std::env::var("DCSIM_PYTHON").unwrap_or_else(|_| "python3".into());
+        match Command::new(&python)
+            .arg(&script)
+            .arg(self.out.join("plots"))
+            .output()
+        {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => {
+                eprintln!(
+                    "note: plots were not drawn ({}); the data is complete. Install matplotlib (pip install matplotlib) and run: {python} {} {}",
+                    String::from_utf8_lossy(&o.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("error"),
+                    script.display(),
+                    self.out.join("plots").display()
+                );
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("note: plots were not drawn ({python}: {e}); the data is complete.");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Time series of `kind` from a run's samples, by id: `(time in µs, value)`.
+pub fn series(r: &Results, kind: &str) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let mut m: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for s in r.samples.iter().flatten().filter(|s| s.kind == kind) {
+        m.entry(s.id.clone())
+            .or_default()
+            .push((s.time_ns as f64 / 1e3, s.value));
+    }
+    m
+}
+
+/// A [`Series`] from `(x, y)` pairs.
+pub fn to_series(label: impl Into<String>, pts: &[(f64, f64)]) -> Series {
+    Series {
+        label: label.into(),
+        x: pts.iter().map(|p| p.0).collect(),
+        y: pts.iter().map(|p| p.1).collect(),
+    }
+}
+
+/// Inserts `v` at the nested string-keyed path of a JSON object.
+pub fn put(root: &mut Value, path: &[&str], v: impl Into<Value>) {
+    let mut cur = root;
+    for (i, k) in path.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(serde_json::Map::new());
+        }
+        let m = cur.as_object_mut().expect("made an object above");
+        if i + 1 == path.len() {
+            m.insert((*k).to_string(), v.into());
+            return;
+        }
+        cur = m
+            .entry((*k).to_string())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+}
+
+/// Mean of a slice (0 for empty).
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        0.0
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+/// A schemes's switch and NIC queue configuration and transport, as TOML tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// ExpressPass with a feedback law, in the authors' microbenchmark setting.
+    Xpass(&'static str),
+    /// DCTCP with K and g for the link speed (K = 65, g = 1/16 at 10 Gb/s; K = 650,
+    /// g = 0.01976 at 100 Gb/s; K scaled with the speed in between).
+    Dctcp,
+}
+
+impl Scheme {
+    /// Short name for result keys.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Xpass("paper") => "expresspass",
+            Self::Xpass(_) => "expresspass-code",
+            Self::Dctcp => "dctcp",
+        }
+    }
+
+    /// `[routing]`, `[queue]`, `[nic]` and `[transport]` for links of `gbps`, with
+    /// `credit_buffer` credits (ExpressPass) and extra transport lines.
+    pub fn tables(self, gbps: u64, credit_buffer: u64, extra: &str) -> String {
+        self.tables_with(gbps, credit_buffer, false, extra)
+    }
+
+    /// [`Scheme::tables`], optionally with credit shaping at host NICs too. A receiver with
+    /// several flows needs it (a shuffle, an incast): otherwise its credits leave at line
+    /// rate and only the senders' ports limit them, one sender at a time.
+    pub fn tables_with(
+        self,
+        gbps: u64,
+        credit_buffer: u64,
+        nic_shaped: bool,
+        extra: &str,
+    ) -> String {
+        let nic = if nic_shaped {
+            format!(
+                "[nic]\nkind = \"credit-shaper\"\ncredit_buffer = \"{credit_buffer}pkts\"\ncredit_burst = \"10pkts\"\n\
+                 inner = {{ kind = \"droptail\", buffer = \"1538000B\" }}\n"
+            )
+        } else {
+            "[nic]\nkind = \"droptail\"\nbuffer = \"1538000B\"\n".to_string()
+        };
+        match self {
+            // The authors' ns-2 microbenchmark scripts (dumbbell, parking lot,
+            // multi-bottleneck): credit shaping on switch ports only (host uplinks are plain
+            // drop-tail), 2-credit queues, the default 10-credit burst, data queues of 100
+            // packets, and the ns-2 defaults α = w_init = 0.5 (the scripts' own settings of
+            // w do not take effect, see expresspass.md §1.6.4).
+            Self::Xpass(law) => format!(
+                "[routing]\nmode = \"symmetric-ecmp\"\n\
+                 [queue]\nkind = \"credit-shaper\"\ncredit_buffer = \"{credit_buffer}pkts\"\ncredit_burst = \"10pkts\"\n\
+                 inner = {{ kind = \"droptail\", buffer = \"{}B\" }}\n{nic}\
+                 [transport]\nkind = \"expresspass\"\nprofile = \"paper\"\nlaw = \"{law}\"\nalpha = 0.5\nw_init = 0.5\n{extra}\n",
+                100 * 1538 * gbps.div_ceil(10)
+            ),
+            Self::Dctcp => {
+                let (k, g) = if gbps >= 100 {
+                    (650, 0.01976)
+                } else {
+                    (65 * gbps.div_ceil(10), 1.0 / 16.0)
+                };
+                format!(
+                    "[queue]\nkind = \"ecn\"\nbuffer = \"{}pkts\"\nmark_threshold = \"{k}pkts\"\n\
+                     [transport]\nkind = \"tcp\"\ncc = {{ kind = \"dctcp\", g = {g} }}\n{extra}\n",
+                    (4 * k).max(250)
+                )
+            }
+        }
+    }
+}
+
+/// Writes `v` as a string key (integers without a decimal point).
+pub fn k(v: impl std::fmt::Display) -> String {
+    v.to_string()
+}

@@ -1,0 +1,92 @@
+//! Paper-reproduction experiments: `dcsim repro NAME [--quick] [--out DIR]`.
+//!
+//! Each experiment builds its scenarios as TOML (saved next to every run's results, so any
+//! run can be repeated with `dcsim run`), runs the independent ones in parallel, writes
+//! `result.json` with the figures named in the reference's experiments list, CSV data, and
+//! plot specifications that one plotting script (`validation/plot.py`, matplotlib) turns
+//! into PNG and SVG files.
+#![warn(missing_docs)]
+
+mod common;
+mod xpass;
+
+use std::path::PathBuf;
+
+pub use common::{Ctx, Plot, Series};
+use serde_json::Value;
+
+/// An experiment: name, one-line description, and the function that runs it.
+pub struct Experiment {
+    /// Name used on the command line.
+    pub name: &'static str,
+    /// What it reproduces.
+    pub description: &'static str,
+    /// Runs it; returns the contents of result.json.
+    pub run: fn(&Ctx) -> Result<Value, String>,
+}
+
+/// Every experiment, in the order `dcsim list` shows them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        name: "xpass-convergence",
+        description: "a second flow joins: ExpressPass vs DCTCP at 10 and 100 Gb/s, convergence time",
+        run: xpass::convergence,
+    },
+    Experiment {
+        name: "xpass-join-leave",
+        description: "five flows join then leave one by one: throughput, queues, fairness",
+        run: xpass::join_leave,
+    },
+    Experiment {
+        name: "xpass-flow-scalability",
+        description: "N = 4..2048 long flows on one bottleneck: utilization, Jain, max queue",
+        run: xpass::flow_scalability,
+    },
+    Experiment {
+        name: "xpass-multi-bottleneck",
+        description: "parking lot with 1..6 bottlenecks: min link utilization per feedback law",
+        run: xpass::multi_bottleneck,
+    },
+    Experiment {
+        name: "xpass-multi-bottleneck-fairness",
+        description: "flow 0 crosses two links, N flows share one: share vs max-min",
+        run: xpass::multi_bottleneck_fairness,
+    },
+    Experiment {
+        name: "xpass-credit-queue",
+        description: "credit queue capacity 1..128 credits vs utilization",
+        run: xpass::credit_queue,
+    },
+    Experiment {
+        name: "xpass-jitter",
+        description: "credit jitter 0.01..0.08 x 1..1024 flows: Jain fairness over 1 ms",
+        run: xpass::jitter,
+    },
+    Experiment {
+        name: "xpass-shuffle",
+        description: "all-to-all shuffle on one ToR: FCT CDF, ExpressPass vs DCTCP",
+        run: xpass::shuffle,
+    },
+    Experiment {
+        name: "xpass-zero-loss",
+        description: "every ExpressPass experiment above: data-packet drops (must be zero)",
+        run: xpass::zero_loss,
+    },
+];
+
+/// Runs experiment `name` and writes its outputs into `out`.
+pub fn run(name: &str, quick: bool, out: PathBuf, jobs: usize) -> Result<Value, String> {
+    let e = EXPERIMENTS
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| format!("no experiment named {name:?}; `dcsim list` shows them"))?;
+    let ctx = Ctx::new(quick, out, jobs)?;
+    let mut result = (e.run)(&ctx)?;
+    if let Value::Object(m) = &mut result {
+        m.insert("experiment".into(), Value::from(name));
+        m.insert("quick".into(), Value::from(quick));
+    }
+    ctx.write_json("result.json", &result)?;
+    ctx.render_plots()?;
+    Ok(result)
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Draw every plot specification (*.json) in a folder as PNG and SVG.
+
+Usage: python3 plot.py PLOTS_DIR
+
+The specifications are written by `dcsim repro`: a figure has panels; a panel has a title,
+axis labels, a kind (line, step, points, bar), optional log axes and series of x/y values.
+This is the only plotting code of the project: every experiment goes through it.
+"""
+import json
+import pathlib
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def draw(spec, out_dir):
+    panels = spec["panels"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
+    for ax, p in zip(axes[0], panels):
+        for s in p["series"]:
+            if p["kind"] == "step":
+                ax.step(s["x"], s["y"], where="post", label=s["label"])
+            elif p["kind"] == "points":
+                ax.plot(s["x"], s["y"], marker="o", label=s["label"])
+            elif p["kind"] == "bar":
+                ax.bar([str(x) for x in s["x"]], s["y"], label=s["label"], alpha=0.7)
+            else:
+                ax.plot(s["x"], s["y"], label=s["label"], linewidth=1.2)
+        if p.get("logx"):
+            ax.set_xscale("log", base=2)
+        if p.get("logy"):
+            ax.set_yscale("log")
+        ax.set_title(p["title"], fontsize=10)
+        ax.set_xlabel(p["xlabel"])
+        ax.set_ylabel(p["ylabel"])
+        ax.grid(True, alpha=0.3)
+        if len(p["series"]) > 1 and len(p["series"]) <= 12:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(out_dir / f"{spec['file']}.{ext}", dpi=120)
+    plt.close(fig)
+
+
+def main():
+    out_dir = pathlib.Path(sys.argv[1])
+    specs = sorted(out_dir.glob("*.json"))
+    for f in specs:
+        draw(json.loads(f.read_text()), out_dir)
+    print(f"drew {len(specs)} figure(s) in {out_dir}")
+
+
+if __name__ == "__main__":
+    main()
