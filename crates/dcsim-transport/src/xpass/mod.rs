@@ -463,9 +463,11 @@ impl XpassConn {
         }
         if !self.has_data() {
             self.stats.credits_wasted += 1;
-            // A stop that got lost: credits still arrive long after it.
+            // Nothing (left) to send: stop the credits. Either no stop went out yet (a
+            // long-lived flow stopped before its first credit), or it got lost and credits
+            // still arrive long after it.
             let rtt = self.sender_rtt.unwrap_or(self.p.rto);
-            if self.state == SendState::Stopped && cx.now >= self.stop_sent_at + rtt * 2 {
+            if self.state != SendState::Stopped || cx.now >= self.stop_sent_at + rtt * 2 {
                 self.send_stop(cx);
             }
             return;

@@ -265,3 +265,33 @@ fn xpass_single_flow_runs_at_the_full_credit_rate() {
     );
     assert_eq!(r.summary["data_drops"], 0);
 }
+
+/// A long-lived ExpressPass flow whose stop time comes before its first credit still
+/// stops the receiver's credits and completes (with zero bytes sent, it reports size 0 and
+/// is complete at once when the stop arrives).
+#[test]
+fn xpass_flow_stopped_before_its_first_credit_ends_cleanly() {
+    let (_, r) = crate::run_text(
+        r#"
+        [topology]
+        kind = "dumbbell"
+        pairs = 1
+        [queue]
+        kind = "credit-shaper"
+        [transport]
+        kind = "expresspass"
+        [[flows]]
+        src = 0
+        dst = 1
+        stop = "10us"
+        [[flows]]
+        src = 0
+        dst = 1
+        size = "100KB"
+        "#,
+    );
+    let s = &r.summary;
+    assert_eq!(s["packets_in_network"], 0, "{s}");
+    assert_eq!(r.flows[1].delivered_bytes, 100_000);
+    assert_eq!(r.flows[0].size_bytes, Some(0));
+}
