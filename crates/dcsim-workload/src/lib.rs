@@ -6,13 +6,17 @@
 //! distinct host) and `incast` (many senders to one receiver at once).
 #![warn(missing_docs)]
 
+pub mod cdf;
+
 use core::fmt;
 use core::str::FromStr;
 
 use dcsim_engine::units::{SIZE_UNITS, UnitError, parse_quantity};
-use dcsim_engine::{ByteSize, Dur, RngTree};
-use rand::RngExt;
+use dcsim_engine::{ByteSize, Dur, Rng, RngTree};
+use rand::{Rng as _, RngExt};
 use serde::{Deserialize, Serialize};
+
+pub use crate::cdf::{BuiltinCdf, CdfError, CdfFormat, EmpiricalCdf};
 
 /// A flow produced by a workload: hosts by number, times relative to the simulation start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,7 +320,13 @@ impl GeneratorSpec {
     }
 }
 
-fn jitter_of(jitter: Dur, r: &mut dcsim_engine::Rng) -> Dur {
+/// A uniform draw from `[0, 1)` with 53 random bits: `(x >> 11)·2⁻⁵³` for a 64-bit output
+/// `x`. Written out here so the sampling rule does not depend on a `rand` release.
+pub(crate) fn unit_f64(r: &mut Rng) -> f64 {
+    (r.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+fn jitter_of(jitter: Dur, r: &mut Rng) -> Dur {
     if jitter == Dur::ZERO {
         Dur::ZERO
     } else {
@@ -326,7 +336,7 @@ fn jitter_of(jitter: Dur, r: &mut dcsim_engine::Rng) -> Dur {
 
 /// A uniformly random permutation of `0..n` with no fixed point (rejection sampling of
 /// Fisher–Yates shuffles; the expected number of tries is e ≈ 2.72).
-fn derangement(n: usize, r: &mut dcsim_engine::Rng) -> Vec<usize> {
+fn derangement(n: usize, r: &mut Rng) -> Vec<usize> {
     let mut p: Vec<usize> = (0..n).collect();
     loop {
         for i in (1..n).rev() {
@@ -337,6 +347,32 @@ fn derangement(n: usize, r: &mut dcsim_engine::Rng) -> Vec<usize> {
             return p;
         }
         p.sort_unstable();
+    }
+}
+
+/// Helpers shared by the statistical tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    /// Kolmogorov–Smirnov distance between the empirical CDF of sorted integer samples and
+    /// the CDF `f` of an integer-valued distribution. Both are step functions that change
+    /// only at integers, so the supremum is attained at a sampled value `x` or just below
+    /// it (at `x − 1`).
+    pub(crate) fn ks_statistic(sorted: &[u64], f: impl Fn(u64) -> f64) -> f64 {
+        let n = sorted.len() as f64;
+        let mut d: f64 = 0.0;
+        let mut i = 0;
+        while i < sorted.len() {
+            let x = sorted[i];
+            let below = i as f64 / n;
+            while i < sorted.len() && sorted[i] == x {
+                i += 1;
+            }
+            d = d.max((i as f64 / n - f(x)).abs());
+            if x > 0 {
+                d = d.max((below - f(x - 1)).abs());
+            }
+        }
+        d
     }
 }
 
