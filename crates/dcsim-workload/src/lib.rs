@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod cdf;
+pub mod dist;
 
 use core::fmt;
 use core::str::FromStr;
@@ -17,6 +18,7 @@ use rand::{Rng as _, RngExt};
 use serde::{Deserialize, Serialize};
 
 pub use crate::cdf::{BuiltinCdf, CdfError, CdfFormat, EmpiricalCdf};
+pub use crate::dist::{SizeDist, SizeSpec};
 
 /// A flow produced by a workload: hosts by number, times relative to the simulation start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
