@@ -96,7 +96,7 @@ impl Results {
             };
             let in_window = rec
                 .delivered_bytes
-                .saturating_sub(world.window.flow_base[i]);
+                .saturating_sub(world.window.flow_base.get(i).copied().unwrap_or(0));
             let span = end.saturating_since(win.max(spec.start)).as_secs_f64();
             let goodput = if span > 0.0 {
                 in_window as f64 * 8.0 / span / 1e9
@@ -228,6 +228,13 @@ impl Results {
             "stale_timers": world.flows.stale_timers(),
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
+            "workload": world.sources.iter().map(|(s, _)| {
+                let mut v = serde_json::to_value(s.info()).unwrap_or(Value::Null);
+                if let Value::Object(m) = &mut v {
+                    m.insert("flows_generated".into(), Value::from(s.emitted()));
+                }
+                v
+            }).collect::<Vec<_>>(),
             "resolved_scenario": serde_json::to_value(&world.scenario.spec).unwrap_or(Value::Null),
         });
         Self {

@@ -8,13 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use dcsim_engine::{ByteSize, Dur, RngTree, Time};
 use dcsim_net::qdisc::{Amount, QdiscSpec};
 use dcsim_net::{Graph, HostId, RoutingSpec, TopologySpec};
 use dcsim_transport::{FlowSpec, TransportSpec};
-use dcsim_workload::{FlowSize, GeneratorSpec};
+use dcsim_workload::{FlowSize, FlowSource, GeneratorSpec, SourceCx};
 use serde::{Deserialize, Serialize};
 
 /// The scenario schema version this build reads.
@@ -62,6 +62,9 @@ pub struct ScenarioSpec {
     /// What to record besides flows.csv, ports.csv and summary.json.
     #[serde(default)]
     pub output: OutputSpec,
+    /// Directory of the scenario file (relative CDF and trace paths start there).
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
 }
 
 fn schema_version() -> u32 {
@@ -211,10 +214,98 @@ pub struct Scenario {
     pub name: String,
     /// The topology graph.
     pub graph: Graph,
-    /// Every flow, generators expanded, in flow-number order.
+    /// The explicit flows, in flow-number order. Generators' flows are created lazily as
+    /// the run reaches their start times, and numbered after these in creation order.
     pub flows: Vec<FlowSpec>,
+    /// Traffic patterns with the index of their transport.
+    pub generators: Vec<(GeneratorSpec, u32)>,
     /// Transports; flows refer to them by index.
     pub transports: Vec<TransportSpec>,
+    /// What generators need to know about the network.
+    pub source_params: SourceParams,
+}
+
+/// What traffic patterns need to know about the network and the run.
+#[derive(Clone, Debug, Default)]
+pub struct SourceParams {
+    /// Hosts in the topology.
+    pub hosts: u32,
+    /// Master seed.
+    pub seed: u64,
+    /// Rate of host 0's link (load definitions relative to host links).
+    pub host_link: Option<dcsim_engine::Rate>,
+    /// Hosts per rack, when hosts sit in equal consecutive racks.
+    pub hosts_per_rack: Option<u32>,
+    /// Sum of the rates of every ToR (leaf) uplink.
+    pub tor_uplink_capacity: Option<dcsim_engine::Rate>,
+    /// Directory of the scenario file.
+    pub base_dir: Option<PathBuf>,
+}
+
+impl Scenario {
+    /// Builds the lazy flow sources of the generators, with their transport indexes.
+    pub fn sources(&self) -> Result<Vec<(FlowSource, u32)>, ConfigError> {
+        let p = &self.source_params;
+        let rng = RngTree::new(p.seed);
+        self.generators
+            .iter()
+            .enumerate()
+            .map(|(i, (g, t))| {
+                let cx = SourceCx {
+                    hosts: p.hosts,
+                    rng: &rng,
+                    index: i as u64,
+                    host_link: p.host_link,
+                    hosts_per_rack: p.hosts_per_rack,
+                    tor_uplink_capacity: p.tor_uplink_capacity,
+                    base_dir: p.base_dir.as_deref(),
+                };
+                g.source(&cx).map(|s| (s, *t)).map_err(|e| ConfigError {
+                    source: self.name.clone(),
+                    message: format!("generators[{i}].pattern.{e}"),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Network facts the traffic patterns use, read off the graph.
+fn source_params(
+    graph: &Graph,
+    topo: &TopologySpec,
+    seed: u64,
+    base_dir: Option<PathBuf>,
+) -> SourceParams {
+    let tier = |n: usize| graph.nodes[n].tier;
+    let host_link = graph
+        .hosts
+        .first()
+        .and_then(|&h| graph.links.iter().find(|l| l.a == h || l.b == h))
+        .map(|l| l.rate);
+    let is_tor = |t: &str| t == "tor" || t == "leaf";
+    let uplinks: u64 = graph
+        .links
+        .iter()
+        .filter(|l| {
+            let (a, b) = (tier(l.a), tier(l.b));
+            (is_tor(a) && b != "host" && !is_tor(b)) || (is_tor(b) && a != "host" && !is_tor(a))
+        })
+        .map(|l| l.rate.bps())
+        .sum();
+    let hosts_per_rack = match topo {
+        TopologySpec::FatTree(f) => f.hosts_per_tor,
+        TopologySpec::LeafSpine(l) => l.hosts_per_leaf,
+        TopologySpec::Star(s) => s.hosts,
+        _ => None,
+    };
+    SourceParams {
+        hosts: graph.hosts.len() as u32,
+        seed,
+        host_link,
+        hosts_per_rack,
+        tor_uplink_capacity: (uplinks > 0).then_some(dcsim_engine::Rate::from_bps(uplinks)),
+        base_dir,
+    }
 }
 
 impl ScenarioSpec {
@@ -226,6 +317,7 @@ impl ScenarioSpec {
             message: format!("cannot read the file: {e}"),
         })?;
         let mut spec = Self::parse(&text, &source, sets)?;
+        spec.base_dir = path.parent().map(Path::to_path_buf);
         if spec.name.is_none() {
             spec.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         }
@@ -364,22 +456,10 @@ impl ScenarioSpec {
                 transport: pick(&f.transport, &at)?,
             });
         }
-        let rng = RngTree::new(spec.sim.seed);
+        let mut generators = Vec::new();
         for (i, g) in spec.generators.iter().enumerate() {
             let at = format!("generators[{i}]");
-            let t = pick(&g.transport, &at)?;
-            let out = g
-                .pattern
-                .expand(hosts, &rng, i as u64)
-                .map_err(|e| err(format!("{at}.pattern.{e}")))?;
-            flows.extend(out.into_iter().map(|f| FlowSpec {
-                src: HostId(f.src),
-                dst: HostId(f.dst),
-                size_bytes: f.size_bytes,
-                start: Time::from_dur(f.start),
-                stop: f.stop.map(Time::from_dur),
-                transport: t,
-            }));
+            generators.push((g.pattern.clone(), pick(&g.transport, &at)?));
         }
         if spec.sim.duration.is_none()
             && let Some(i) = flows
@@ -390,6 +470,8 @@ impl ScenarioSpec {
                 "sim.duration: required, because flow {i} is long-lived (size \"inf\" without a stop time) and would never finish"
             )));
         }
+        let source_params =
+            source_params(&graph, &spec.topology, spec.sim.seed, spec.base_dir.clone());
         if let Some(d) = spec.sim.duration {
             if d == Dur::ZERO {
                 return Err(err("sim.duration: must be greater than zero".into()));
@@ -408,6 +490,7 @@ impl ScenarioSpec {
                 ));
             }
             if let FlowSelection::List(l) = &ts.flows
+                && spec.generators.is_empty()
                 && let Some(&bad) = l.iter().find(|&&f| f as usize >= flows.len())
             {
                 return Err(err(format!(
@@ -425,13 +508,28 @@ impl ScenarioSpec {
             }
         }
         let name = spec.name.clone().unwrap_or_else(|| "scenario".into());
-        Ok(Scenario {
+        let scenario = Scenario {
             spec,
             name,
             graph,
             flows,
+            generators,
             transports,
-        })
+            source_params,
+        };
+        // Build every source once: it checks the pattern against the network (hosts in
+        // range, files readable, load definitions complete) before anything runs.
+        for (i, (s, _)) in scenario.sources()?.iter().enumerate() {
+            if scenario.spec.sim.duration.is_none()
+                && s.peek()
+                    .is_some_and(|f| f.size_bytes.is_none() && f.stop.is_none())
+            {
+                return Err(err(format!(
+                    "sim.duration: required, because generators[{i}] makes long-lived flows (size \"inf\" without a stop time)"
+                )));
+            }
+        }
+        Ok(scenario)
     }
 }
 

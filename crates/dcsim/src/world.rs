@@ -4,8 +4,10 @@ use std::time::Instant;
 
 use dcsim_engine::{Dur, RngTree, SchedStats, Scheduler, Time};
 use dcsim_metrics::SampleRow;
-use dcsim_net::{FlowId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats};
+use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats};
+use dcsim_transport::FlowSpec;
 use dcsim_transport::{FlowCx, FlowEvent, Flows};
+use dcsim_workload::FlowSource;
 
 use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
 
@@ -20,6 +22,8 @@ pub enum Event {
     Sample,
     /// Start the measurement window (end of warm-up).
     WindowStart,
+    /// Create the flows of generator `i` that start now.
+    Generate(u32),
 }
 
 const _: () = assert!(size_of::<Event>() <= 16, "events must stay small");
@@ -65,6 +69,8 @@ pub struct RunStats {
 
 pub(crate) struct Sampler {
     pub every: Dur,
+    /// Every flow, including those generated later (`flows = "all"`).
+    pub all_flows: bool,
     pub flows: Vec<FlowId>,
     pub cwnd: bool,
     pub ports: Vec<(PortId, String)>,
@@ -82,6 +88,8 @@ pub(crate) struct Window {
 /// any other world, so simulations can run on several threads at once.
 pub struct World {
     pub(crate) scenario: Scenario,
+    /// Lazy flow sources of the generators, with their transport.
+    pub(crate) sources: Vec<(FlowSource, u32)>,
     pub(crate) sched: Scheduler<Event>,
     pub(crate) pool: PacketPool,
     pub(crate) net: Network,
@@ -142,6 +150,7 @@ impl World {
             sched.schedule(Time::from_dur(ts.every), Event::Sample);
             Sampler {
                 every: ts.every,
+                all_flows: matches!(ts.flows, FlowSelection::Keyword(FlowKeyword::All)),
                 last_bytes: vec![0; flow_ids.len()],
                 flows: flow_ids,
                 cwnd: ts.cwnd,
@@ -151,7 +160,14 @@ impl World {
         });
         let n_ports = net.ports().len();
         let n_flows = flows.len();
+        let sources = scenario.sources()?;
+        for (i, (s, _)) in sources.iter().enumerate() {
+            if let Some(t) = s.peek_start() {
+                sched.schedule(Time::from_dur(t), Event::Generate(i as u32));
+            }
+        }
         Ok(Self {
+            sources,
             end: spec.sim.duration.map(Time::from_dur),
             window: Window {
                 start: Time::ZERO,
@@ -285,7 +301,40 @@ impl World {
                 self.flows.on_start(f, &mut fcx);
             }
             Event::Sample => self.sample(now),
+            Event::Generate(i) => self.generate(i as usize, now),
             Event::WindowStart => self.begin_window(now),
+        }
+    }
+
+    /// Creates and starts every flow of source `i` that starts at `now`, then schedules the
+    /// source's next start: one pending event per source, so memory stays flat however
+    /// many flows a pattern makes.
+    fn generate(&mut self, i: usize, now: Time) {
+        loop {
+            let (src, transport) = &mut self.sources[i];
+            let Some(start) = src.peek_start().map(Time::from_dur) else {
+                return;
+            };
+            if start > now {
+                self.sched.schedule(start, Event::Generate(i as u32));
+                return;
+            }
+            let f = src.next().expect("peeked");
+            let id = self.flows.add(FlowSpec {
+                src: HostId(f.src),
+                dst: HostId(f.dst),
+                size_bytes: f.size_bytes,
+                start,
+                stop: f.stop.map(Time::from_dur),
+                transport: *transport,
+            });
+            let mut fcx = FlowCx {
+                now,
+                pool: &mut self.pool,
+                net: &mut self.net,
+                sched: &mut self.sched,
+            };
+            self.flows.on_start(id, &mut fcx);
         }
     }
 
@@ -294,9 +343,9 @@ impl World {
         for (i, base) in self.window.port_base.iter_mut().enumerate() {
             *base = self.net.port_mut(PortId::new(i)).begin_window(now);
         }
-        for (i, base) in self.window.flow_base.iter_mut().enumerate() {
-            *base = self.flows.delivered_bytes(FlowId::new(i));
-        }
+        self.window.flow_base = (0..self.flows.len())
+            .map(|i| self.flows.delivered_bytes(FlowId::new(i)))
+            .collect();
     }
 
     fn sample(&mut self, now: Time) {
@@ -305,6 +354,12 @@ impl World {
         };
         let t = now.as_ns();
         let secs = s.every.as_secs_f64();
+        if s.all_flows {
+            for f in s.flows.len()..self.flows.len() {
+                s.flows.push(FlowId::new(f));
+                s.last_bytes.push(0);
+            }
+        }
         for (k, &f) in s.flows.iter().enumerate() {
             let b = self.flows.delivered_bytes(f);
             let id = f.0.to_string();

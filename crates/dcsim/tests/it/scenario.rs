@@ -212,8 +212,15 @@ fn xpass_incast_loses_no_data_and_keeps_the_queue_tiny() {
         "max data queue {} B",
         port.max_data_queue_bytes
     );
-    // The credit share reserves 5.18 % of the link; the rest is data at > 85 %.
-    assert!(port.utilization > 0.85, "utilization {}", port.utilization);
+    // The whole incast (32 x 64 KB of payload) at the full credit-limited goodput
+    // (10 Gb/s x 1460/1622 = 9.0 Gb/s) takes 1.82 ms; the feedback ramp and the last
+    // flows' tail cost some of that, measured 10-17 % over several seeds; 25 % bounds it.
+    let ideal_us = 32.0 * 64_000.0 * 8.0 / 9.0e9 * 1e6;
+    let last = s["fct_us"]["max"].as_f64().unwrap();
+    assert!(
+        last <= 1.25 * ideal_us + 100.0,
+        "incast took {last} us, ideal {ideal_us} us"
+    );
 }
 
 /// ExpressPass recovers lost data, including the tail of a flow, when data buffers are too
