@@ -248,6 +248,7 @@ pub struct XpassConn {
     size: u64,
     // Sender.
     state: SendState,
+    req_backoff: u32,
     next_seq: u64,
     retx: Vec<(u64, u64)>,
     request_sent_at: Time,
@@ -267,6 +268,8 @@ pub struct XpassConn {
     rcv_nxt: u64,
     ooo: Vec<(u64, u64)>,
     last_data_at: Time,
+    nack_at: u64,
+    nack_backoff: u32,
     stop_seen: bool,
     completed: bool,
     max_rate: f64,
@@ -297,6 +300,7 @@ impl XpassConn {
             p,
             size: size_bytes.unwrap_or(u64::MAX),
             state: SendState::Requested,
+            req_backoff: 0,
             next_seq: 0,
             retx: Vec::new(),
             request_sent_at: Time::ZERO,
@@ -315,6 +319,8 @@ impl XpassConn {
             rcv_nxt: 0,
             ooo: Vec::new(),
             last_data_at: Time::ZERO,
+            nack_at: u64::MAX,
+            nack_backoff: 0,
             stop_seen: false,
             completed: false,
             max_rate,
@@ -422,7 +428,12 @@ impl XpassConn {
         self.stats.requests += 1;
         self.state = SendState::Requested;
         self.request_sent_at = cx.now;
-        self.arm(T_REQ, cx.now + self.p.rto, cx);
+        // Exponential backoff while no credit comes back: when thousands of flows start at
+        // once, their first credits are mostly dropped, and fixed 100 µs retries would fill
+        // the data queues with requests.
+        let wait = self.p.rto.saturating_mul(1 << self.req_backoff.min(6));
+        self.req_backoff += 1;
+        self.arm(T_REQ, cx.now + wait, cx);
     }
 
     /// Handles a packet of this flow. Frees it.
@@ -457,6 +468,7 @@ impl XpassConn {
         self.credits_this_rtt += 1;
         if self.state == SendState::Requested {
             self.timers.cancel(T_REQ);
+            self.req_backoff = 0;
             self.sender_rtt = Some(cx.now - self.request_sent_at);
             self.ecs_checked_at = cx.now;
             self.state = SendState::Sending;
@@ -714,12 +726,19 @@ impl XpassConn {
         let pkt = self.control(cx, false, FLAG_NACK, self.rcv_nxt, to);
         cx.send(self.ep.dst, pkt);
         self.stats.nacks += 1;
-        // Re-check after the timeout, but never sooner than two RTTs: the retransmission
-        // needs a credit round trip and a data trip.
-        let wait = self
+        // Re-check after the timeout, but never sooner than two RTTs (the retransmission
+        // needs a credit round trip and a data trip), backing off exponentially while the
+        // same hole persists: a flow with a small share of a crowded link gets few credits.
+        let base = self
             .p
             .rto
             .max(Dur::from_secs_f64(2.0 * self.rtt.unwrap_or(0.0)));
+        if self.rcv_nxt != self.nack_at {
+            self.nack_at = self.rcv_nxt;
+            self.nack_backoff = 0;
+        }
+        let wait = base.saturating_mul(1 << self.nack_backoff.min(6));
+        self.nack_backoff += 1;
         self.arm(T_NACK, cx.now + wait, cx);
     }
 

@@ -302,3 +302,34 @@ fn xpass_flow_stopped_before_its_first_credit_ends_cleanly() {
     assert_eq!(r.flows[1].delivered_bytes, 100_000);
     assert_eq!(r.flows[0].size_bytes, Some(0));
 }
+
+/// Many ExpressPass flows starting within milliseconds: most first credits are dropped at
+/// the credit bottleneck, and the senders' request retries back off instead of filling the
+/// data queue with requests (regression: 871 data drops at 1024 flows with fixed retries).
+#[test]
+fn xpass_many_starting_flows_lose_no_data() {
+    let (_, r) = crate::run_text(
+        r#"
+        [sim]
+        duration = "6ms"
+        [topology]
+        kind = "dumbbell"
+        pairs = 512
+        [queue]
+        kind = "credit-shaper"
+        credit_buffer = "2pkts"
+        credit_burst = "10pkts"
+        inner = { kind = "droptail", buffer = "153800B" }
+        [nic]
+        kind = "droptail"
+        buffer = "1000pkts"
+        [transport]
+        kind = "expresspass"
+        alpha = 0.5
+        w_init = 0.5
+        [[generators]]
+        pattern = { kind = "pairs", count = 512, src = 0, dst = 512, start_every = "5ns" }
+        "#,
+    );
+    assert_eq!(r.summary["data_drops"], 0, "{}", r.summary);
+}
