@@ -11,7 +11,7 @@ mod flows;
 pub mod tcp;
 pub mod xpass;
 
-use dcsim_engine::{Schedule, Time};
+use dcsim_engine::{Schedule, Time, TimerFire, TimerTable};
 use dcsim_net::{HostId, NetCx, NetEvent, Network, PacketId, PacketPool};
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +58,49 @@ impl<S: Schedule<NetEvent>> FlowCx<'_, S> {
     #[inline]
     pub fn nic_room(&mut self, host: HostId, wire_bytes: u32) -> bool {
         self.net.nic_room(host, wire_bytes)
+    }
+}
+
+/// What a popped timer event means for its connection.
+pub(crate) enum Due {
+    /// Timer `kind` is due: run its handler.
+    Fire(usize),
+    /// A cancelled or superseded event (counted as stale).
+    Stale,
+    /// The deadline had moved later; the event was scheduled again.
+    Later,
+}
+
+/// Arms timer `kind` of `flow` for `at`, scheduling an event only when the table needs one
+/// (see [`TimerTable`]).
+pub(crate) fn arm_timer<const N: usize, S: Schedule<FlowEvent>>(
+    timers: &mut TimerTable<N>,
+    flow: FlowId,
+    kind: usize,
+    at: Time,
+    cx: &mut FlowCx<'_, S>,
+) {
+    if let Some(g) = timers.set(kind, at) {
+        cx.sched.at(at, FlowEvent::Timer(flow, kind as u8, g));
+    }
+}
+
+/// Resolves a popped timer event of `flow` against its table, rescheduling a deadline that
+/// moved later.
+pub(crate) fn timer_due<const N: usize, S: Schedule<FlowEvent>>(
+    timers: &mut TimerTable<N>,
+    flow: FlowId,
+    kind: u8,
+    generation: u32,
+    cx: &mut FlowCx<'_, S>,
+) -> Due {
+    match timers.on_fire(usize::from(kind), generation, cx.now) {
+        TimerFire::Stale => Due::Stale,
+        TimerFire::Reschedule(at) => {
+            cx.sched.at(at, FlowEvent::Timer(flow, kind, generation));
+            Due::Later
+        }
+        TimerFire::Fire => Due::Fire(usize::from(kind)),
     }
 }
 

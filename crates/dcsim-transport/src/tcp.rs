@@ -22,13 +22,13 @@
 //! # Deviations
 //! No SYN/FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle.
 
-use dcsim_engine::{ByteSize, Dur, Rate, Schedule, Time, TimerFire, TimerTable};
+use dcsim_engine::{ByteSize, Dur, Rate, Schedule, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, NetEvent, Packet, PacketId, RouteId};
 use serde::{Deserialize, Serialize};
 
 use crate::cc::{AckSample, Cc, CcSpec, CongestionControl, WindowLimits};
-use crate::{FlowCx, FlowEvent};
+use crate::{Due, FlowCx, FlowEvent, arm_timer, timer_due};
 
 /// Packet flag: carries data.
 pub const FLAG_DATA: u8 = 1;
@@ -319,16 +319,11 @@ impl TcpConn {
     where
         S: Schedule<NetEvent> + Schedule<FlowEvent>,
     {
-        let kind = usize::from(kind);
-        match self.timers.on_fire(kind, generation, cx.now) {
-            TimerFire::Stale => return (self.progress(), true),
-            TimerFire::Reschedule(at) => {
-                cx.sched
-                    .at(at, FlowEvent::Timer(self.ep.flow, kind as u8, generation));
-                return (self.progress(), false);
-            }
-            TimerFire::Fire => {}
-        }
+        let kind = match timer_due(&mut self.timers, self.ep.flow, kind, generation, cx) {
+            Due::Fire(kind) => kind,
+            Due::Stale => return (self.progress(), true),
+            Due::Later => return (self.progress(), false),
+        };
         match kind {
             T_RTO => self.on_rto(cx),
             T_DELACK => {
@@ -372,10 +367,7 @@ impl TcpConn {
     }
 
     fn arm<S: Schedule<FlowEvent>>(&mut self, kind: usize, at: Time, cx: &mut FlowCx<'_, S>) {
-        if let Some(g) = self.timers.set(kind, at) {
-            cx.sched
-                .at(at, FlowEvent::Timer(self.ep.flow, kind as u8, g));
-        }
+        arm_timer(&mut self.timers, self.ep.flow, kind, at, cx);
     }
 
     // ---- sender ----

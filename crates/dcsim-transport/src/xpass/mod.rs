@@ -26,7 +26,7 @@
 
 pub mod feedback;
 
-use dcsim_engine::{Dur, Rate, Rng, Schedule, Time, TimerFire, TimerTable};
+use dcsim_engine::{Dur, Rate, Rng, Schedule, Time, TimerTable};
 use dcsim_net::wire::{
     MAX_WIRE_BYTES, MIN_WIRE_BYTES, TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes,
 };
@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 pub use feedback::{Feedback, Law, LawParams, Period};
 
 use crate::tcp::{Endpoints, Progress, insert_range};
-use crate::{FlowCx, FlowEvent};
+use crate::{Due, FlowCx, FlowEvent, arm_timer, timer_due};
 
 /// Packet flag: credit request.
 pub const FLAG_REQUEST: u8 = 8;
@@ -364,10 +364,7 @@ impl XpassConn {
     }
 
     fn arm<S: Schedule<FlowEvent>>(&mut self, kind: usize, at: Time, cx: &mut FlowCx<'_, S>) {
-        if let Some(g) = self.timers.set(kind, at) {
-            cx.sched
-                .at(at, FlowEvent::Timer(self.ep.flow, kind as u8, g));
-        }
+        arm_timer(&mut self.timers, self.ep.flow, kind, at, cx);
     }
 
     fn control(
@@ -774,16 +771,11 @@ impl XpassConn {
     where
         S: Schedule<NetEvent> + Schedule<FlowEvent>,
     {
-        let kind = usize::from(kind);
-        match self.timers.on_fire(kind, generation, cx.now) {
-            TimerFire::Stale => return (self.progress(), true),
-            TimerFire::Reschedule(at) => {
-                cx.sched
-                    .at(at, FlowEvent::Timer(self.ep.flow, kind as u8, generation));
-                return (self.progress(), false);
-            }
-            TimerFire::Fire => {}
-        }
+        let kind = match timer_due(&mut self.timers, self.ep.flow, kind, generation, cx) {
+            Due::Fire(kind) => kind,
+            Due::Stale => return (self.progress(), true),
+            Due::Later => return (self.progress(), false),
+        };
         match kind {
             T_CREDIT => {
                 if self.crediting {
