@@ -333,6 +333,21 @@ pub fn join_leave(ctx: &Ctx) -> Result<Value, String> {
     Ok(out)
 }
 
+/// For every sample time after `after_us` at which every flow has a sample, the flows'
+/// values (flows created later have shorter series; they are aligned by time).
+fn bins_after(g: &[Vec<(f64, f64)>], after_us: f64) -> Vec<Vec<f64>> {
+    let mut by_time: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for f in g {
+        for &(t, v) in f.iter().filter(|p| p.0 > after_us) {
+            by_time.entry(t.round() as u64).or_default().push(v);
+        }
+    }
+    by_time
+        .into_values()
+        .filter(|v| v.len() == g.len())
+        .collect()
+}
+
 fn series_of(r: &Results, kind: &str, id: &str) -> Vec<(f64, f64)> {
     series(r, kind).remove(id).unwrap_or_default()
 }
@@ -368,16 +383,10 @@ pub fn flow_scalability(ctx: &Ctx) -> Result<Value, String> {
     for ((n, s), r) in cases.iter().zip(&results) {
         let key = s.key();
         let b = port(r, "left", "right");
-        let g = goodputs(r);
-        let bins = g.first().map_or(0, Vec::len);
-        let mut jains = Vec::new();
-        for i in 0..bins {
-            if g[0][i].0 <= warm_ms as f64 * 1000.0 {
-                continue;
-            }
-            let x: Vec<f64> = g.iter().map(|f| f[i].1).collect();
-            jains.push(jain(&x).unwrap_or(0.0));
-        }
+        let jains: Vec<f64> = bins_after(&goodputs(r), warm_ms as f64 * 1000.0)
+            .iter()
+            .map(|x| jain(x).unwrap_or(0.0))
+            .collect();
         let util = b.utilization;
         let q = if matches!(s, Scheme::Xpass(_)) {
             b.max_data_queue_bytes
@@ -645,11 +654,9 @@ pub fn jitter(ctx: &Ctx) -> Result<Value, String> {
     let mut xpass_drops = 0;
     let mut pts: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
     for ((j, n), r) in cases.iter().zip(&results) {
-        let g = goodputs(r);
-        let bins = g.first().map_or(0, Vec::len);
-        let js: Vec<f64> = (0..bins)
-            .filter(|&i| g[0][i].0 > warm as f64 * 1000.0)
-            .map(|i| jain(&g.iter().map(|f| f[i].1).collect::<Vec<_>>()).unwrap_or(0.0))
+        let js: Vec<f64> = bins_after(&goodputs(r), warm as f64 * 1000.0)
+            .iter()
+            .map(|x| jain(x).unwrap_or(0.0))
             .collect();
         put(&mut out, &["jain", &k(j), &k(n)], mean(&js));
         xpass_drops += data_drops(r);
