@@ -217,12 +217,23 @@ impl Port {
                 self.account(now);
                 self.backlog_bytes += size;
                 self.class_backlog[class] += size;
-                self.stats.max_class_backlog_bytes[class] =
-                    self.stats.max_class_backlog_bytes[class].max(self.class_backlog[class]);
                 self.backlog_pkts += 1;
                 self.stats.enqueued_pkts += 1;
+                let s = if now >= self.busy_until {
+                    self.try_transmit(now, pool)
+                } else {
+                    PortSched {
+                        ready_at: self.want_event(self.busy_until),
+                        arrive_at: None,
+                    }
+                };
+                // Maxima after the transmitter took what it could: a packet that finds the
+                // port idle goes straight into service and never waits in the queue.
+                self.stats.max_class_backlog_bytes[class] =
+                    self.stats.max_class_backlog_bytes[class].max(self.class_backlog[class]);
                 self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(self.backlog_bytes);
                 self.stats.max_backlog_pkts = self.stats.max_backlog_pkts.max(self.backlog_pkts);
+                s
             }
             Verdict::Drop(reason) => {
                 let class = pool.get(pkt).class;
@@ -231,18 +242,10 @@ impl Port {
                     self.stats.aqm_drops += 1;
                 }
                 pool.free(pkt);
-                return PortSched {
+                PortSched {
                     ready_at: None,
                     arrive_at: None,
-                };
-            }
-        }
-        if now >= self.busy_until {
-            self.try_transmit(now, pool)
-        } else {
-            PortSched {
-                ready_at: self.want_event(self.busy_until),
-                arrive_at: None,
+                }
             }
         }
     }
