@@ -309,17 +309,25 @@ impl Flows {
     {
         // Index-based, because a flow that blocks again re-registers at the end of the same
         // list while we walk it; the handled prefix is drained afterwards (no allocation).
+        // Once one flow blocks again the NIC is full, and the flows behind it would only
+        // block too: stop there, so a wake-up costs the flows it lets send, not every
+        // waiter (thousands per host in a shuffle). The order stays round-robin.
         let n = self.nic_waiters[host.index()].len();
-        for i in 0..n {
-            let f = self.nic_waiters[host.index()][i];
+        let mut done = 0;
+        while done < n {
+            let f = self.nic_waiters[host.index()][done];
+            done += 1;
             let fl = &mut self.flows[f.index()];
             fl.waiting_nic = false;
             if let Some(Conn::Tcp(t)) = fl.conn.as_deref_mut() {
                 let p = t.on_nic_ready(cx);
                 self.after(f, p, cx.now);
+                if p.nic_blocked {
+                    break;
+                }
             }
         }
-        self.nic_waiters[host.index()].drain(..n);
+        self.nic_waiters[host.index()].drain(..done);
     }
 
     fn after(&mut self, f: FlowId, p: Progress, now: Time) {
