@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backlog::{Backlog, DemandError};
 use crate::bitmap::SlotBitmaps;
-use crate::types::{Allocation, Demand, Grant, MAX_NODES, NodeId, SLOTS_PER_WORD, Timeslot};
+use crate::types::{Allocation, Demand, Grant, MAX_NODES, NodeId, Timeslot};
 
 /// How the slots of one batch are shared among pairs that compete for them.
 ///
@@ -34,7 +34,10 @@ impl Fairness {
     pub(crate) fn params(self) -> (u32, u32) {
         match self {
             Self::Batch => (u32::MAX, 0),
-            Self::RoundRobin { quantum_slots, rounds } => (quantum_slots.max(1), rounds),
+            Self::RoundRobin {
+                quantum_slots,
+                rounds,
+            } => (quantum_slots.max(1), rounds),
         }
     }
 }
@@ -55,13 +58,21 @@ pub struct AllocatorConfig {
 impl AllocatorConfig {
     /// Defaults for `nodes` nodes: 64-slot batches, one unit link per node, batch mode.
     pub fn new(nodes: u32) -> Self {
-        Self { nodes, batch_slots: 64, links: Vec::new(), fairness: Fairness::Batch }
+        Self {
+            nodes,
+            batch_slots: 64,
+            links: Vec::new(),
+            fairness: Fairness::Batch,
+        }
     }
 
     /// Checks the configuration; returns the number of bitmap words per batch.
     pub(crate) fn validate(&self) -> Result<usize, ConfigError> {
         if self.nodes < 2 || self.nodes > MAX_NODES {
-            return Err(ConfigError::Nodes { nodes: self.nodes, max: MAX_NODES });
+            return Err(ConfigError::Nodes {
+                nodes: self.nodes,
+                max: MAX_NODES,
+            });
         }
         let words = match self.batch_slots {
             64 => 1,
@@ -72,13 +83,19 @@ impl AllocatorConfig {
         };
         if !self.links.is_empty() {
             if self.links.len() != self.nodes as usize {
-                return Err(ConfigError::LinksLength { got: self.links.len(), nodes: self.nodes });
+                return Err(ConfigError::LinksLength {
+                    got: self.links.len(),
+                    nodes: self.nodes,
+                });
             }
             if let Some(node) = self.links.iter().position(|&c| c == 0) {
                 return Err(ConfigError::ZeroLinks { node: node as u32 });
             }
         }
-        if let Fairness::RoundRobin { quantum_slots: 0, .. } = self.fairness {
+        if let Fairness::RoundRobin {
+            quantum_slots: 0, ..
+        } = self.fairness
+        {
             return Err(ConfigError::ZeroQuantum);
         }
         Ok(words)
@@ -178,7 +195,8 @@ impl BatchAllocation {
         let first = self.first_slot();
         self.grants.iter().flat_map(move |g| {
             let (src, dst) = (g.src(), g.dst());
-            g.slots(first).map(move |slot| Allocation { slot, src, dst })
+            g.slots(first)
+                .map(move |slot| Allocation { slot, src, dst })
         })
     }
 
@@ -218,7 +236,6 @@ impl BatchAllocation {
 #[derive(Debug)]
 pub struct Allocator {
     config: AllocatorConfig,
-    words: usize,
     backlog: Backlog,
     tx: SlotBitmaps,
     rx: SlotBitmaps,
@@ -233,12 +250,14 @@ impl Allocator {
         let n = config.nodes;
         Ok(Self {
             config: config.clone(),
-            words,
             backlog: Backlog::new(0, n, 0, n),
             tx: SlotBitmaps::new(0, n, words, config.caps(0, n)),
             rx: SlotBitmaps::new(0, n, words, config.caps(0, n)),
             next_batch: 0,
-            out: BatchAllocation { batch_slots: config.batch_slots, ..Default::default() },
+            out: BatchAllocation {
+                batch_slots: config.batch_slots,
+                ..Default::default()
+            },
         })
     }
 
@@ -263,7 +282,12 @@ impl Allocator {
 
     /// [`submit`](Self::submit) for demands already validated (by a [`Trace`](crate::Trace)).
     #[inline]
-    pub(crate) fn submit_trusted(&mut self, src: u16, dst: u16, slots: u32) -> Result<(), DemandError> {
+    pub(crate) fn submit_trusted(
+        &mut self,
+        src: u16,
+        dst: u16,
+        slots: u32,
+    ) -> Result<(), DemandError> {
         self.backlog.submit(src, dst, slots)
     }
 
@@ -309,11 +333,6 @@ impl Allocator {
     pub fn backlogged_pairs(&self) -> u64 {
         self.backlog.active_pairs()
     }
-
-    /// Bitmap words per batch.
-    pub(crate) fn words(&self) -> usize {
-        self.words
-    }
 }
 
 /// Runs [`Backlog::allocate`] with the bitmap width and link model known at compile time.
@@ -345,17 +364,16 @@ pub(crate) fn allocate_dyn(
     }
 }
 
-/// Words per batch for a validated `batch_slots`.
-pub(crate) fn words_for(batch_slots: u32) -> usize {
-    (batch_slots / SLOTS_PER_WORD) as usize
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn demand(src: u32, dst: u32, slots: u32) -> Demand {
-        Demand { src: NodeId(src), dst: NodeId(dst), slots }
+        Demand {
+            src: NodeId(src),
+            dst: NodeId(dst),
+            slots,
+        }
     }
 
     #[test]
@@ -364,17 +382,29 @@ mod tests {
         assert!(matches!(Allocator::new(&c), Err(ConfigError::Nodes { .. })));
         c.nodes = 8;
         c.batch_slots = 100;
-        assert!(matches!(Allocator::new(&c), Err(ConfigError::BatchSlots(100))));
+        assert!(matches!(
+            Allocator::new(&c),
+            Err(ConfigError::BatchSlots(100))
+        ));
         c.batch_slots = 128;
         c.links = vec![1; 7];
-        assert!(matches!(Allocator::new(&c), Err(ConfigError::LinksLength { .. })));
+        assert!(matches!(
+            Allocator::new(&c),
+            Err(ConfigError::LinksLength { .. })
+        ));
     }
 
     #[test]
     fn submit_rejects_bad_demands() {
         let mut a = Allocator::new(&AllocatorConfig::new(4)).unwrap();
-        assert!(matches!(a.submit(demand(0, 4, 1)), Err(DemandError::UnknownNode { .. })));
-        assert!(matches!(a.submit(demand(2, 2, 1)), Err(DemandError::SelfLoop { node: 2 })));
+        assert!(matches!(
+            a.submit(demand(0, 4, 1)),
+            Err(DemandError::UnknownNode { .. })
+        ));
+        assert!(matches!(
+            a.submit(demand(2, 2, 1)),
+            Err(DemandError::SelfLoop { node: 2 })
+        ));
     }
 
     #[test]

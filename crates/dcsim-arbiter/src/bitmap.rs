@@ -9,7 +9,7 @@
 //! one level and every operation is a single AND/OR; the hot loops are compiled separately for
 //! that case (`UNIT = true`).
 //!
-//! Memory: `c x words` u64 per node. Time: `free` O(1); `take`/`give_back` O(c).
+//! Memory: `c x words` u64 per node. Time: `free` O(1); `take` O(c).
 
 /// Free-slot bitmaps of one direction (transmit or receive) for a contiguous range of nodes.
 #[derive(Clone, Debug)]
@@ -48,7 +48,29 @@ impl SlotBitmaps {
             }
             _ => (Vec::new(), Vec::new(), nodes as usize),
         };
-        Self { lo, nodes, words, levels: vec![!0; total_levels * words], base, cap }
+        Self {
+            lo,
+            nodes,
+            words,
+            levels: vec![!0; total_levels * words],
+            base,
+            cap,
+        }
+    }
+
+    /// Re-initialises for nodes `lo..lo + nodes` (same rules as [`new`](Self::new)), reusing
+    /// the allocation; all slots free.
+    pub(crate) fn reinit(&mut self, lo: u32, nodes: u32, caps: Option<&[u16]>) {
+        if self.lo == lo && self.nodes == nodes && self.is_unit() == caps.is_none() {
+            self.reset();
+            return;
+        }
+        let words = self.words;
+        let mut levels = std::mem::take(&mut self.levels);
+        *self = Self::new(lo, nodes, words, caps);
+        levels.clear();
+        levels.resize(self.levels.len(), !0);
+        self.levels = levels;
     }
 
     /// Whether every node in the range has exactly one unit link.
@@ -61,12 +83,6 @@ impl SlotBitmaps {
     #[inline]
     pub(crate) fn lo(&self) -> u32 {
         self.lo
-    }
-
-    /// Number of nodes in the range.
-    #[inline]
-    pub(crate) fn nodes(&self) -> u32 {
-        self.nodes
     }
 
     /// Marks every slot of every node free (start of a new batch).
@@ -111,30 +127,17 @@ impl SlotBitmaps {
         }
     }
 
-    /// Returns one unit of local node `i` in every slot of `mask` (word `w`); used when a
-    /// tentative allocation is cancelled.
-    #[inline]
-    pub(crate) fn give_back<const W: usize, const UNIT: bool>(&mut self, i: usize, w: usize, mask: u64) {
-        if UNIT {
-            debug_assert_eq!(self.levels[i * W + w] & mask, 0);
-            self.levels[i * W + w] |= mask;
-        } else {
-            let first = self.base[i] as usize;
-            let mut rest = mask;
-            for k in 0..usize::from(self.cap[i]) {
-                let slot = &mut self.levels[(first + k) * W + w];
-                let miss = rest & !*slot;
-                *slot |= miss;
-                rest &= !miss;
-            }
-            debug_assert_eq!(rest, 0, "gave back a unit that was not taken");
-        }
+    /// Returns slots of word `w` of local node `i` (unit links only; runtime width).
+    pub(crate) fn give_back_dyn(&mut self, i: usize, w: usize, mask: u64) {
+        debug_assert!(self.is_unit());
+        self.levels[i * self.words + w] |= mask;
     }
 
-    /// Runtime-width version of [`free`](Self::free) for code outside the hot loops.
-    pub(crate) fn free_dyn(&self, i: usize, w: usize) -> u64 {
-        let first = if self.is_unit() { i } else { self.base[i] as usize };
-        self.levels[first * self.words + w]
+    /// Marks slots of word `w` of local node `i` used (unit links only; runtime width). Slots
+    /// already used stay used.
+    pub(crate) fn take_dyn(&mut self, i: usize, w: usize, mask: u64) {
+        debug_assert!(self.is_unit());
+        self.levels[i * self.words + w] &= !mask;
     }
 
     /// Words per batch.
@@ -154,7 +157,7 @@ mod tests {
         let i = b.local(12);
         b.take::<1, true>(i, 0, 0b0110);
         assert_eq!(b.free::<1, true>(i, 0), !0b0110);
-        b.give_back::<1, true>(i, 0, 0b0100);
+        b.give_back_dyn(i, 0, 0b0100);
         assert_eq!(b.free::<1, true>(i, 0), !0b0010);
     }
 
@@ -166,8 +169,6 @@ mod tests {
         assert_eq!(b.free::<2, false>(0, 1) & 1, 1, "one unit left");
         b.take::<2, false>(0, 1, 0b1);
         assert_eq!(b.free::<2, false>(0, 1) & 1, 0, "both units used");
-        b.give_back::<2, false>(0, 1, 0b1);
-        assert_eq!(b.free::<2, false>(0, 1) & 1, 1);
-        assert_eq!(b.free_dyn(1, 1), !0, "other node untouched");
+        assert_eq!(b.free::<2, false>(1, 1), !0, "other node untouched");
     }
 }

@@ -75,7 +75,11 @@ pub struct ScheduleChecker {
 impl ScheduleChecker {
     /// A checker for `nodes` nodes with the given unit links per node (empty: one each).
     pub fn new(nodes: u32, links: &[u16]) -> Self {
-        Self { nodes, links: links.to_vec(), ..Default::default() }
+        Self {
+            nodes,
+            links: links.to_vec(),
+            ..Default::default()
+        }
     }
 
     /// Records a demand that is available to the allocator from now on.
@@ -163,24 +167,51 @@ mod tests {
     use crate::types::Timeslot;
 
     fn alloc(slot: u64, src: u32, dst: u32) -> Allocation {
-        Allocation { slot: Timeslot(slot), src: NodeId(src), dst: NodeId(dst) }
+        Allocation {
+            slot: Timeslot(slot),
+            src: NodeId(src),
+            dst: NodeId(dst),
+        }
     }
 
     #[test]
     fn checker_catches_double_booked_destination() {
         let mut c = ScheduleChecker::new(4, &[]);
-        c.demand(Demand { src: NodeId(0), dst: NodeId(2), slots: 1 }).unwrap();
-        c.demand(Demand { src: NodeId(1), dst: NodeId(2), slots: 1 }).unwrap();
+        c.demand(Demand {
+            src: NodeId(0),
+            dst: NodeId(2),
+            slots: 1,
+        })
+        .unwrap();
+        c.demand(Demand {
+            src: NodeId(1),
+            dst: NodeId(2),
+            slots: 1,
+        })
+        .unwrap();
         c.allocation(alloc(5, 0, 2)).unwrap();
         let err = c.allocation(alloc(5, 1, 2)).unwrap_err();
-        assert!(matches!(err, ScheduleViolation::DestinationOverbooked { slot: 5, .. }));
+        assert!(matches!(
+            err,
+            ScheduleViolation::DestinationOverbooked { slot: 5, .. }
+        ));
     }
 
     #[test]
     fn checker_catches_double_booked_source_and_overallocation() {
         let mut c = ScheduleChecker::new(4, &[]);
-        c.demand(Demand { src: NodeId(0), dst: NodeId(2), slots: 1 }).unwrap();
-        c.demand(Demand { src: NodeId(0), dst: NodeId(3), slots: 1 }).unwrap();
+        c.demand(Demand {
+            src: NodeId(0),
+            dst: NodeId(2),
+            slots: 1,
+        })
+        .unwrap();
+        c.demand(Demand {
+            src: NodeId(0),
+            dst: NodeId(3),
+            slots: 1,
+        })
+        .unwrap();
         c.allocation(alloc(1, 0, 2)).unwrap();
         assert!(matches!(
             c.allocation(alloc(1, 0, 3)),
@@ -196,7 +227,12 @@ mod tests {
     fn checker_allows_two_packets_on_two_links() {
         let mut c = ScheduleChecker::new(3, &[1, 1, 2]);
         for s in 0..2 {
-            c.demand(Demand { src: NodeId(s), dst: NodeId(2), slots: 1 }).unwrap();
+            c.demand(Demand {
+                src: NodeId(s),
+                dst: NodeId(2),
+                slots: 1,
+            })
+            .unwrap();
             c.allocation(alloc(0, s, 2)).unwrap();
         }
         assert_eq!(c.unserved(), 0);

@@ -54,7 +54,11 @@ pub(crate) struct PairState {
 
 impl PairState {
     pub(crate) fn new(pairs: usize) -> Self {
-        Self { words: vec![0; pairs.div_ceil(16)], pending: HashMap::default(), current: RECENT_A }
+        Self {
+            words: vec![0; pairs.div_ceil(16)],
+            pending: HashMap::default(),
+            current: RECENT_A,
+        }
     }
 
     /// Registers `slots` of new demand for pair `key`. Fails, changing nothing, if the pair's
@@ -70,7 +74,9 @@ impl PairState {
             Ok(Arrival::Merged)
         } else {
             self.words[w] |= ACTIVE << shift;
-            Ok(Arrival::New { recent: v & (RECENT_A | RECENT_B) != 0 })
+            Ok(Arrival::New {
+                recent: v & (RECENT_A | RECENT_B) != 0,
+            })
         }
     }
 
@@ -146,11 +152,23 @@ mod tests {
         p.submit(3, 1).unwrap();
         assert_eq!(p.exhausted(3), None);
         p.new_epoch();
-        assert_eq!(p.submit(3, 1), Ok(Arrival::New { recent: true }), "previous epoch");
+        assert_eq!(
+            p.submit(3, 1),
+            Ok(Arrival::New { recent: true }),
+            "previous epoch"
+        );
         assert_eq!(p.exhausted(3), None);
         p.new_epoch();
         p.new_epoch();
-        assert_eq!(p.submit(3, 1), Ok(Arrival::New { recent: false }), "two epochs later");
-        assert_eq!(p.submit(4, 1), Ok(Arrival::New { recent: false }), "neighbour untouched");
+        assert_eq!(
+            p.submit(3, 1),
+            Ok(Arrival::New { recent: false }),
+            "two epochs later"
+        );
+        assert_eq!(
+            p.submit(4, 1),
+            Ok(Arrival::New { recent: false }),
+            "neighbour untouched"
+        );
     }
 }

@@ -78,7 +78,12 @@ impl Grant {
     /// If a node ID or the word index does not fit in 16 bits (see [`MAX_NODES`]).
     pub fn new(src: NodeId, dst: NodeId, word: u32, mask: u64) -> Self {
         let narrow = |v: u32| u16::try_from(v).expect("node ID or word index above 65535");
-        Self { src: narrow(src.0), dst: narrow(dst.0), word: narrow(word), mask }
+        Self {
+            src: narrow(src.0),
+            dst: narrow(dst.0),
+            word: narrow(word),
+            mask,
+        }
     }
 
     /// Sending host.
@@ -147,7 +152,7 @@ mod tests {
 
     #[test]
     fn grant_is_16_bytes() {
-        assert_eq!(std::mem::size_of::<Grant>(), 16);
+        assert_eq!(size_of::<Grant>(), 16);
     }
 
     #[test]
