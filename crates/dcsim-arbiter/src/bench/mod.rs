@@ -85,6 +85,10 @@ pub struct BenchConfig {
     /// Destination sampling stride for latency and fairness (rounded up to a power of two).
     /// Default 16.
     pub sample_every: u32,
+    /// Offered load of the extra, untimed run that measures latency and fairness under
+    /// contention (at the sustainable load pairs rarely wait long enough to contend).
+    /// Default 0.8; `None` skips it.
+    pub contention_load: Option<f64>,
     /// Quick mode: overrides the above with a few-second configuration (256 nodes, 5 ms runs,
     /// one run per trial, resolution 1/16), for CI and smoke tests.
     pub quick: bool,
@@ -108,6 +112,7 @@ impl Default for BenchConfig {
             resolution: 1.0 / 128.0,
             max_growth: 0.01,
             sample_every: 16,
+            contention_load: Some(0.8),
             quick: false,
         }
     }
@@ -226,8 +231,23 @@ pub struct BenchRow {
     pub latency: Latency,
     /// Jain fairness among contending pairs at that load.
     pub fairness: FairnessStats,
+    /// Latency and fairness at [`BenchConfig::contention_load`] (untimed run).
+    pub contention: Option<Contention>,
     /// Every trial of the search, in order.
     pub trials: Vec<Trial>,
+}
+
+/// Latency and fairness of an untimed run at a fixed, high offered load.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Contention {
+    /// Offered load.
+    pub load: f64,
+    /// Allocated / demanded over the measured part.
+    pub served_fraction: f64,
+    /// Demand-to-timeslot latency.
+    pub latency: Latency,
+    /// Jain fairness among contending pairs.
+    pub fairness: FairnessStats,
 }
 
 /// One load tried by the search.
@@ -439,8 +459,39 @@ fn measure(
         lead_batches: engine.lead(),
         latency: Latency::default(),
         fairness: FairnessStats::default(),
+        contention: None,
         trials,
     };
+    let mut scfg = ecfg;
+    scfg.collect = Collect::SampleDestinations {
+        every: cfg.sample_every,
+    };
+    let sampler = Engine::new(scfg)?;
+    let sampled = |scale: f64| {
+        let feed = sampler.feed(trace, scale, batches);
+        let out = sampler.run(&feed);
+        let (lat, fair) = stats::analyse(trace, scale, sampler.lead(), &out, cfg.sample_every);
+        let dem: u64 = feed.demanded_per_batch()[warmup as usize..].iter().sum();
+        let alloc: u64 = out.allocated_per_batch[warmup as usize..].iter().sum();
+        (
+            lat,
+            fair,
+            if dem > 0 {
+                alloc as f64 / dem as f64
+            } else {
+                1.0
+            },
+        )
+    };
+    if let Some(load) = cfg.contention_load {
+        let (latency, fairness, served_fraction) = sampled(mean / (load * f64::from(nodes)));
+        row.contention = Some(Contention {
+            load,
+            served_fraction,
+            latency,
+            fairness,
+        });
+    }
     if let Some((load, o)) = best {
         row.load = load;
         row.sustained_tbps = o.sustained_tbps;
@@ -449,14 +500,7 @@ fn measure(
         row.realtime_factor = o.realtime_factor;
         row.served_fraction = o.served;
         // Latency and fairness from a separate run with sampling on (not timed).
-        let mut scfg = ecfg;
-        scfg.collect = Collect::SampleDestinations {
-            every: cfg.sample_every,
-        };
-        let sampler = Engine::new(scfg)?;
-        let feed = sampler.feed(trace, o.scale, batches);
-        let out = sampler.run(&feed);
-        let (lat, fair) = stats::analyse(trace, o.scale, sampler.lead(), &out, cfg.sample_every);
+        let (lat, fair, _) = sampled(o.scale);
         row.latency = lat;
         row.fairness = fair;
     }
@@ -506,49 +550,66 @@ impl BenchReport {
             self.config.duration_ms,
             self.config.runs,
         );
-        let _ = writeln!(
-            s,
-            "{:>5} {:<9} {:>3} {:>6} {:>8} {:>6} {:>8} {:>6} {:>8} {:>5} {:>8} {:>8} {:>6}",
-            "nodes",
-            "arch",
-            "thr",
-            "load",
-            "Tbps",
-            "ceil%",
-            "limit",
-            "rt-x",
-            "cmp-Tbps",
-            "lead",
-            "p50-us",
-            "p99-us",
-            "jain"
-        );
+        let head = [
+            "nodes", "arch", "thr", "load", "Tbps", "ceil%", "limit", "rt-x", "cmp-Tbps", "lead",
+            "p50-us", "p99-us", "p99@c-us", "jain@c",
+        ];
+        let _ = writeln!(s, "{}", row_text(&head.map(String::from)));
         for r in &self.rows {
-            let jain = r
-                .fairness
-                .jain
-                .map_or("-".to_string(), |j| format!("{j:.3}"));
+            let (p99c, jain) = match &r.contention {
+                Some(c) => (
+                    format!("{:.1}", c.latency.p99_us),
+                    c.fairness
+                        .jain
+                        .map_or("-".to_string(), |j| format!("{j:.3}")),
+                ),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            let cells = [
+                r.nodes.to_string(),
+                r.architecture.name().to_string(),
+                r.threads.to_string(),
+                format!("{:.3}", r.load),
+                format!("{:.2}", r.sustained_tbps),
+                format!("{:.1}%", 100.0 * r.fraction_of_ceiling),
+                r.limited_by.clone(),
+                format!("{:.2}", r.realtime_factor),
+                format!("{:.2}", r.compute_tbps),
+                r.lead_batches.to_string(),
+                format!("{:.1}", r.latency.p50_us),
+                format!("{:.1}", r.latency.p99_us),
+                p99c,
+                jain,
+            ];
+            let _ = writeln!(s, "{}", row_text(&cells));
+        }
+        if let Some(l) = self.config.contention_load {
             let _ = writeln!(
                 s,
-                "{:>5} {:<9} {:>3} {:>6.3} {:>8.2} {:>5.1}% {:>8} {:>6.2} {:>8.2} {:>5} {:>8.1} {:>8.1} {:>6}",
-                r.nodes,
-                r.architecture.name(),
-                r.threads,
-                r.load,
-                r.sustained_tbps,
-                100.0 * r.fraction_of_ceiling,
-                r.limited_by,
-                r.realtime_factor,
-                r.compute_tbps,
-                r.lead_batches,
-                r.latency.p50_us,
-                r.latency.p99_us,
-                jain,
+                "p99@c-us, jain@c: latency p99 and Jain fairness among contending pairs at \
+                 offered load {l} (untimed run)"
             );
         }
         let _ = writeln!(s, "sustainable: {}", self.definition);
         s
     }
+}
+
+/// One table line: right-aligned cells, the architecture left-aligned.
+fn row_text(cells: &[String; 14]) -> String {
+    const WIDTH: [usize; 14] = [5, 9, 3, 6, 7, 6, 8, 5, 8, 4, 7, 7, 8, 6];
+    let mut line = String::new();
+    for (i, (c, w)) in cells.iter().zip(WIDTH).enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        if i == 1 {
+            line.push_str(&format!("{c:<w$}"));
+        } else {
+            line.push_str(&format!("{c:>w$}"));
+        }
+    }
+    line
 }
 
 impl std::fmt::Display for BenchReport {

@@ -29,8 +29,9 @@ use crate::engine::RunOutput;
 use crate::trace::{Trace, batch_of};
 use crate::types::TIMESLOT_NS;
 
-/// Batches per fairness window (1024 slots, about 1.2 ms at 64-slot batches).
-pub const FAIR_WINDOW: u64 = 16;
+/// Batches per fairness window (512 slots, about 0.6 ms at 64-slot batches): long enough for
+/// batch-mode pairs to take turns, short enough that pairs contend throughout.
+pub const FAIR_WINDOW: u64 = 8;
 
 /// Latency percentiles of a run, in microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
