@@ -29,6 +29,7 @@ fn main() {
             "--seed" => cfg.seed = parse(&value()),
             "--duration-ms" => cfg.duration_ms = parse(&value()),
             "--runs" => cfg.runs = parse(&value()),
+            "--repeats" => cfg.repeats = parse(&value()),
             "--batch-slots" => cfg.batch_slots = parse(&value()),
             "--load" => cfg.load = Some(parse(&value())),
             "--resolution" => cfg.resolution = parse(&value()),
@@ -81,7 +82,7 @@ fn usage(msg: &str) -> ! {
     eprintln!(
         "usage: arbiter_bench [--quick] [--nodes 256,1024,4096] \
          [--arch serial,pipelined,parallel,shuffle,ring] [--threads 1,2] [--duration-ms 50] \
-         [--runs 3] [--seed 1] [--batch-slots 64] [--load F] [--resolution F] \
+         [--runs 3] [--repeats 3] [--seed 1] [--batch-slots 64] [--load F] [--resolution F] \
          [--fairness batch|rr:Q:R] [--json FILE]"
     );
     std::process::exit(2);

@@ -20,7 +20,8 @@
 //! of arbiter time, after a warm-up of a quarter of that, as fast as the engine can go. It is
 //! **sustainable** if both hold:
 //! 1. **Keeps up with real time**: the wall time of the whole run (warm-up included, median of
-//!    [`BenchConfig::runs`] runs) is at most the arbiter time it covers
+//!    [`BenchConfig::runs`] runs; a run during which other processes used more than 15 % of a
+//!    core is repeated, see [`BenchConfig::max_retries`]) is at most the arbiter time it covers
 //!    (`batches x batch_slots x 1.2 us`), i.e. the engine allocates timeslots at least as fast
 //!    as they elapse. (A real-time arbiter built from the engine needs the lookahead the report
 //!    gives as `lead_batches`; that lookahead is part of the measured latency.)
@@ -29,7 +30,9 @@
 //!    demanded: the greedy matching itself can carry the load.
 //!
 //! The search bisects the load between a sustainable and an unsustainable one (load 1.0 is
-//! never sustainable, load 0 always is) down to [`BenchConfig::resolution`]. The result's
+//! never sustainable, load 0 always is) down to [`BenchConfig::resolution`]; it is repeated
+//! [`BenchConfig::repeats`] times and the median search is reported, so one disturbed trial
+//! cannot decide a row. The result's
 //! **sustained throughput** is the slots allocated per second of arbiter time at the highest
 //! sustainable load, times 1500 B x 8; because that load keeps up with real time, it equals
 //! allocated timeslots per wall-clock second of a real-time arbiter. The report also gives
@@ -66,6 +69,11 @@ pub struct BenchConfig {
     pub duration_ms: f64,
     /// Runs per trial; the median wall time decides. Default 3.
     pub runs: usize,
+    /// Independent searches per row; the row reports the median one. Default 3.
+    pub repeats: usize,
+    /// Times a run is repeated when other processes used more than 15 % of a core during it
+    /// (Linux only). Default 4.
+    pub max_retries: u32,
     /// Timeslots per batch. Default 64.
     pub batch_slots: u32,
     /// Fairness mode of the allocators that support it. Default batch mode.
@@ -103,6 +111,8 @@ impl Default for BenchConfig {
             seed: 1,
             duration_ms: 50.0,
             runs: 3,
+            repeats: 3,
+            max_retries: 4,
             batch_slots: 64,
             fairness: Fairness::Batch,
             parallel_rounds: 2,
@@ -126,6 +136,7 @@ impl BenchConfig {
             c.nodes = vec![256];
             c.duration_ms = 5.0;
             c.runs = 1;
+            c.repeats = 1;
             c.resolution = 1.0 / 16.0;
         }
         c
@@ -142,8 +153,8 @@ impl BenchConfig {
         if !(self.duration_ms > 0.0 && self.duration_ms <= 60_000.0) {
             return bad("duration_ms must be in (0, 60000]");
         }
-        if self.runs == 0 {
-            return bad("runs must be at least 1");
+        if self.runs == 0 || self.repeats == 0 {
+            return bad("runs and repeats must be at least 1");
         }
         if !(self.mean_slots >= 1.0 && self.sd_slots >= 0.0) {
             return bad("mean_slots must be >= 1 and sd_slots >= 0");
@@ -233,7 +244,9 @@ pub struct BenchRow {
     pub fairness: FairnessStats,
     /// Latency and fairness at [`BenchConfig::contention_load`] (untimed run).
     pub contention: Option<Contention>,
-    /// Every trial of the search, in order.
+    /// Highest sustainable load found by each search, sorted (the row is the median one).
+    pub search_loads: Vec<f64>,
+    /// Every trial of the reported search, in order.
     pub trials: Vec<Trial>,
 }
 
@@ -263,6 +276,10 @@ pub struct Trial {
     pub backlog_growth: f64,
     /// Median wall time of the runs, milliseconds.
     pub wall_ms: f64,
+    /// Runs repeated because other processes were busy during them.
+    pub retries: u32,
+    /// Runs kept although other processes were still busy after `max_retries` retries.
+    pub disturbed: u32,
 }
 
 /// Runs the benchmark; see the module docs.
@@ -340,7 +357,7 @@ fn run_slots(cfg: &BenchConfig) -> f64 {
     cfg.duration_ms * 1.25 * 1e6 / TIMESLOT_NS as f64
 }
 
-/// Searches the highest sustainable load of one engine.
+/// Measures one engine: `repeats` independent searches, the median one reported.
 fn measure(
     cfg: &BenchConfig,
     trace: &Trace,
@@ -358,85 +375,16 @@ fn measure(
     let batches = (run_slots(cfg) / bs).ceil() as u64;
     let warmup = (batches / 5).max(1);
     let mean = trace.total_slots() as f64 / trace.len().max(1) as f64;
-    let trial = |load: f64| -> (Trial, Outcome) {
-        let scale = mean / (load * f64::from(nodes));
-        let feed = engine.feed(trace, scale, batches);
-        let mut walls = Vec::with_capacity(cfg.runs);
-        let mut out = None;
-        for _ in 0..cfg.runs {
-            let o = engine.run(&feed);
-            walls.push(o.wall.as_secs_f64());
-            out = Some(o);
-        }
-        walls.sort_by(f64::total_cmp);
-        let wall = walls[walls.len() / 2];
-        let out = out.expect("runs >= 1");
-        let dem = feed.demanded_per_batch();
-        let alloc = &out.allocated_per_batch;
-        let w = warmup as usize;
-        let sum = |v: &[u64]| v.iter().sum::<u64>() as f64;
-        let measured_dem = sum(&dem[w..]);
-        let measured_alloc = sum(&alloc[w..]);
-        let growth = measured_dem - measured_alloc;
-        let arbiter_s = batches as f64 * bs * TIMESLOT_NS as f64 * 1e-9;
-        let rt = arbiter_s / wall;
-        let keeps_time = rt >= 1.0;
-        let keeps_demand = growth <= cfg.max_growth * measured_dem;
-        let measured_s = (batches - warmup) as f64 * bs * TIMESLOT_NS as f64 * 1e-9;
-        let bits = (MTU_BYTES * 8) as f64;
-        let t = Trial {
-            load,
-            sustainable: keeps_time && keeps_demand,
-            realtime_factor: rt,
-            backlog_growth: if measured_dem > 0.0 {
-                growth / measured_dem
-            } else {
-                0.0
-            },
-            wall_ms: wall * 1e3,
-        };
-        let o = Outcome {
-            keeps_time,
-            keeps_demand,
-            realtime_factor: rt,
-            sustained_tbps: measured_alloc / measured_s * bits / 1e12,
-            compute_tbps: out.allocated_slots() as f64 / wall * bits / 1e12,
-            served: if measured_dem > 0.0 {
-                measured_alloc / measured_dem
-            } else {
-                1.0
-            },
-            scale,
-        };
-        (t, o)
-    };
-    let mut trials = Vec::new();
-    let mut best: Option<(f64, Outcome)> = None;
-    let mut fail: Option<Outcome> = None;
-    if let Some(load) = cfg.load {
-        let (t, o) = trial(load);
-        trials.push(t);
-        if o.keeps_time && o.keeps_demand {
-            best = Some((load, o));
-        } else {
-            fail = Some(o);
-        }
-    } else {
-        let (mut lo, mut hi) = (0.0f64, 1.0f64);
-        while hi - lo > cfg.resolution {
-            let mid = (lo + hi) / 2.0;
-            let (t, o) = trial(mid);
-            trials.push(t);
-            if o.keeps_time && o.keeps_demand {
-                lo = mid;
-                best = Some((mid, o));
-            } else {
-                hi = mid;
-                fail = Some(o);
-            }
-        }
-    }
-    let limited_by = match fail {
+    let scale_of = |load: f64| mean / (load * f64::from(nodes));
+    let mut searches: Vec<Search> = (0..cfg.repeats.max(1))
+        .map(|_| search(cfg, &engine, trace, batches, warmup, &scale_of))
+        .collect();
+    // The median search by load found (ties: the earlier one).
+    let mut order: Vec<usize> = (0..searches.len()).collect();
+    order.sort_by(|&a, &b| searches[a].best_load().total_cmp(&searches[b].best_load()));
+    let loads: Vec<f64> = order.iter().map(|&i| searches[i].best_load()).collect();
+    let chosen = searches.swap_remove(order[order.len() / 2]);
+    let limited_by = match chosen.fail {
         None => "none",
         Some(o) if !o.keeps_time && !o.keeps_demand => "both",
         Some(o) if !o.keeps_time => "compute",
@@ -460,7 +408,8 @@ fn measure(
         latency: Latency::default(),
         fairness: FairnessStats::default(),
         contention: None,
-        trials,
+        search_loads: loads,
+        trials: chosen.trials,
     };
     let mut scfg = ecfg;
     scfg.collect = Collect::SampleDestinations {
@@ -484,7 +433,7 @@ fn measure(
         )
     };
     if let Some(load) = cfg.contention_load {
-        let (latency, fairness, served_fraction) = sampled(mean / (load * f64::from(nodes)));
+        let (latency, fairness, served_fraction) = sampled(scale_of(load));
         row.contention = Some(Contention {
             load,
             served_fraction,
@@ -492,7 +441,7 @@ fn measure(
             fairness,
         });
     }
-    if let Some((load, o)) = best {
+    if let Some((load, o)) = chosen.best {
         row.load = load;
         row.sustained_tbps = o.sustained_tbps;
         row.fraction_of_ceiling = o.sustained_tbps / ceiling_tbps;
@@ -500,11 +449,145 @@ fn measure(
         row.realtime_factor = o.realtime_factor;
         row.served_fraction = o.served;
         // Latency and fairness from a separate run with sampling on (not timed).
-        let (lat, fair, _) = sampled(o.scale);
+        let (lat, fair, _) = sampled(scale_of(load));
         row.latency = lat;
         row.fairness = fair;
     }
     Ok(row)
+}
+
+/// One search: its trials, the best sustainable trial and the lowest failed one.
+struct Search {
+    trials: Vec<Trial>,
+    best: Option<(f64, Outcome)>,
+    fail: Option<Outcome>,
+}
+
+impl Search {
+    fn best_load(&self) -> f64 {
+        self.best.map_or(0.0, |(l, _)| l)
+    }
+}
+
+/// Bisects the offered load (or tries only `cfg.load`).
+fn search(
+    cfg: &BenchConfig,
+    engine: &Engine,
+    trace: &Trace,
+    batches: u64,
+    warmup: u64,
+    scale_of: &impl Fn(f64) -> f64,
+) -> Search {
+    let mut s = Search {
+        trials: Vec::new(),
+        best: None,
+        fail: None,
+    };
+    let try_load = |s: &mut Search, load: f64| -> bool {
+        let (t, o) = trial(cfg, engine, trace, batches, warmup, load, scale_of(load));
+        let ok = t.sustainable;
+        s.trials.push(t);
+        if ok {
+            s.best = Some((load, o));
+        } else {
+            s.fail = Some(o);
+        }
+        ok
+    };
+    if let Some(load) = cfg.load {
+        try_load(&mut s, load);
+        return s;
+    }
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    while hi - lo > cfg.resolution {
+        let mid = (lo + hi) / 2.0;
+        if try_load(&mut s, mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    s
+}
+
+/// Runs one load `cfg.runs` times and judges it.
+fn trial(
+    cfg: &BenchConfig,
+    engine: &Engine,
+    trace: &Trace,
+    batches: u64,
+    warmup: u64,
+    load: f64,
+    scale: f64,
+) -> (Trial, Outcome) {
+    let feed = engine.feed(trace, scale, batches);
+    let mut walls = Vec::with_capacity(cfg.runs);
+    let mut out = None;
+    let mut retries = 0;
+    let mut disturbed = 0;
+    for _ in 0..cfg.runs {
+        // A run during which other processes took a noticeable share of a core measures the
+        // machine, not the engine: run it again (a few times at most).
+        let mut attempt = 0;
+        let o = loop {
+            let before = CpuSample::now();
+            let o = engine.run(&feed);
+            let others = CpuSample::others_since(CpuSample::now(), before.as_ref());
+            let busy =
+                others.is_some_and(|j| j > 2 && j as f64 > 0.15 * o.wall.as_secs_f64() * 100.0);
+            if !busy || attempt == cfg.max_retries {
+                disturbed += u32::from(busy);
+                break o;
+            }
+            attempt += 1;
+            retries += 1;
+        };
+        walls.push(o.wall.as_secs_f64());
+        out = Some(o);
+    }
+    walls.sort_by(f64::total_cmp);
+    let wall = walls[walls.len() / 2];
+    let out = out.expect("runs >= 1");
+    let bs = f64::from(cfg.batch_slots);
+    let dem = feed.demanded_per_batch();
+    let alloc = &out.allocated_per_batch;
+    let w = warmup as usize;
+    let sum = |v: &[u64]| v.iter().sum::<u64>() as f64;
+    let measured_dem = sum(&dem[w..]);
+    let measured_alloc = sum(&alloc[w..]);
+    let growth = measured_dem - measured_alloc;
+    let arbiter_s = batches as f64 * bs * TIMESLOT_NS as f64 * 1e-9;
+    let rt = arbiter_s / wall;
+    let keeps_time = rt >= 1.0;
+    let keeps_demand = growth <= cfg.max_growth * measured_dem;
+    let measured_s = (batches - warmup) as f64 * bs * TIMESLOT_NS as f64 * 1e-9;
+    let bits = (MTU_BYTES * 8) as f64;
+    let t = Trial {
+        load,
+        sustainable: keeps_time && keeps_demand,
+        realtime_factor: rt,
+        backlog_growth: if measured_dem > 0.0 {
+            growth / measured_dem
+        } else {
+            0.0
+        },
+        wall_ms: wall * 1e3,
+        retries,
+        disturbed,
+    };
+    let o = Outcome {
+        keeps_time,
+        keeps_demand,
+        realtime_factor: rt,
+        sustained_tbps: measured_alloc / measured_s * bits / 1e12,
+        compute_tbps: out.allocated_slots() as f64 / wall * bits / 1e12,
+        served: if measured_dem > 0.0 {
+            measured_alloc / measured_dem
+        } else {
+            1.0
+        },
+    };
+    (t, o)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -515,7 +598,53 @@ struct Outcome {
     sustained_tbps: f64,
     compute_tbps: f64,
     served: f64,
-    scale: f64,
+}
+
+/// CPU time of the whole machine and of this process, in clock ticks (Linux `/proc`; `None`
+/// elsewhere, which disables interference detection).
+struct CpuSample {
+    machine_busy: u64,
+    this_process: u64,
+}
+
+impl CpuSample {
+    fn now() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...: busy = all but idle and iowait.
+        let machine_busy = cpu
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != 3 && i != 4)
+            .map(|(_, v)| v)
+            .sum();
+        let me = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let rest = me.rsplit_once(')')?.1;
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let this_process = f.get(10)? + f.get(11)?;
+        Some(Self {
+            machine_busy,
+            this_process,
+        })
+    }
+
+    /// Ticks other processes (and the kernel) were busy since `before`.
+    fn others_since(now: Option<Self>, before: Option<&Self>) -> Option<u64> {
+        let (now, before) = (now?, before?);
+        let machine = now.machine_busy.saturating_sub(before.machine_busy);
+        let me = now.this_process.saturating_sub(before.this_process);
+        Some(machine.saturating_sub(me))
+    }
 }
 
 fn machine() -> Machine {
@@ -539,7 +668,8 @@ impl BenchReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "dcsim arbiter-bench: {} cpu(s) {}{}, {} ms arbiter time per run, median of {} run(s)",
+            "dcsim arbiter-bench: {} cpu(s) {}{}, {} ms arbiter time per run, median of {} run(s) \
+             per trial, median of {} search(es)",
             self.machine.cpus,
             self.machine.cpu_model.as_deref().unwrap_or("unknown cpu"),
             if self.machine.release_build {
@@ -549,6 +679,7 @@ impl BenchReport {
             },
             self.config.duration_ms,
             self.config.runs,
+            self.config.repeats,
         );
         let head = [
             "nodes", "arch", "thr", "load", "Tbps", "ceil%", "limit", "rt-x", "cmp-Tbps", "lead",
@@ -588,6 +719,19 @@ impl BenchReport {
                 s,
                 "p99@c-us, jain@c: latency p99 and Jain fairness among contending pairs at \
                  offered load {l} (untimed run)"
+            );
+        }
+        let disturbed: u32 = self
+            .rows
+            .iter()
+            .flat_map(|r| &r.trials)
+            .map(|t| t.disturbed)
+            .sum();
+        if disturbed > 0 {
+            let _ = writeln!(
+                s,
+                "WARNING: {disturbed} run(s) kept although other processes were busy during them; \
+                 rerun on a quiet machine"
             );
         }
         let _ = writeln!(s, "sustainable: {}", self.definition);
