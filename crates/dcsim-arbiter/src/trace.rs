@@ -173,9 +173,45 @@ impl Feed {
                 group_of[n as usize] = g;
             }
         }
-        let mut parts: Vec<FeedPart> = groups.iter().map(|_| FeedPart::default()).collect();
-        let mut demanded = vec![0u64; batches as usize];
-        for p in &mut parts {
+        let parts: Vec<FeedPart> = groups.iter().map(|_| FeedPart::default()).collect();
+        let mut feed = Self {
+            batch_slots,
+            batches,
+            lead,
+            scale,
+            groups,
+            parts,
+            demanded_per_batch: Vec::new(),
+        };
+        feed.fill(trace, &group_of);
+        feed
+    }
+
+    /// Re-fills the feed for another `scale` and `batches`, reusing its buffers (the benchmark
+    /// builds one feed per load; allocating and freeing ~100 MB per trial kept kernel workers
+    /// busy zeroing and reclaiming pages during the next timed run).
+    pub(crate) fn refill(&mut self, trace: &Trace, scale: f64, batches: u64) {
+        let mut group_of = vec![0usize; trace.nodes as usize];
+        for (g, r) in self.groups.iter().enumerate() {
+            for n in r.clone() {
+                group_of[n as usize] = g;
+            }
+        }
+        self.scale = scale;
+        self.batches = batches;
+        self.fill(trace, &group_of);
+    }
+
+    fn fill(&mut self, trace: &Trace, group_of: &[usize]) {
+        let (scale, batch_slots, lead, batches) =
+            (self.scale, self.batch_slots, self.lead, self.batches);
+        let parts = &mut self.parts;
+        let demanded = &mut self.demanded_per_batch;
+        demanded.clear();
+        demanded.resize(batches as usize, 0);
+        for p in parts.iter_mut() {
+            p.entries.clear();
+            p.windows.clear();
             p.windows.push(0);
         }
         let mut current = 0u64;
@@ -185,7 +221,7 @@ impl Feed {
                 break;
             }
             while current < batch {
-                for p in &mut parts {
+                for p in parts.iter_mut() {
                     p.windows.push(p.entries.len());
                 }
                 current += 1;
@@ -194,19 +230,10 @@ impl Feed {
             demanded[batch as usize] += u64::from(e.slots);
         }
         while current < batches {
-            for p in &mut parts {
+            for p in parts.iter_mut() {
                 p.windows.push(p.entries.len());
             }
             current += 1;
-        }
-        Self {
-            batch_slots,
-            batches,
-            lead,
-            scale,
-            groups,
-            parts,
-            demanded_per_batch: demanded,
         }
     }
 

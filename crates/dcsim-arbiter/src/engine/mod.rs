@@ -276,6 +276,18 @@ impl Engine {
         )
     }
 
+    /// Re-prepares `feed` (built by an engine with the same architecture, threads and batch
+    /// length) for another load or length, reusing its buffers.
+    pub fn refeed(&self, feed: &mut Feed, trace: &Trace, scale: f64, batches: u64) {
+        assert_eq!(
+            feed.groups,
+            self.source_groups(),
+            "feed built for another engine"
+        );
+        assert_eq!(feed.lead, self.lead(), "feed built for another engine");
+        feed.refill(trace, scale, batches);
+    }
+
     /// Allocates every batch of `feed`.
     ///
     /// # Panics
