@@ -34,6 +34,12 @@ fn main() {
             "--load" => cfg.load = Some(parse(&value())),
             "--resolution" => cfg.resolution = parse(&value()),
             "--fairness" => cfg.fairness = fairness(&value()),
+            "--parallel-rounds" => cfg.parallel_rounds = parse(&value()),
+            "--max-growth" => cfg.max_growth = parse(&value()),
+            "--max-retries" => cfg.max_retries = parse(&value()),
+            "--sample-every" => cfg.sample_every = parse(&value()),
+            "--contention-load" => cfg.contention_load = Some(parse(&value())),
+            "--no-contention" => cfg.contention_load = None,
             "--json" => json = Some(value()),
             "--quick" => cfg.quick = true,
             "--help" | "-h" => usage(""),
@@ -83,7 +89,9 @@ fn usage(msg: &str) -> ! {
         "usage: arbiter_bench [--quick] [--nodes 256,1024,4096] \
          [--arch serial,pipelined,parallel,shuffle,ring] [--threads 1,2] [--duration-ms 50] \
          [--runs 3] [--repeats 3] [--seed 1] [--batch-slots 64] [--load F] [--resolution F] \
-         [--fairness batch|rr:Q:R] [--json FILE]"
+         [--fairness batch|rr:Q:R] [--parallel-rounds 2] [--max-growth 0.01] \
+         [--max-retries 5] [--sample-every 16] [--contention-load 0.8 | --no-contention] \
+         [--json FILE]"
     );
     std::process::exit(2);
 }

@@ -44,7 +44,7 @@
 //! ```
 //!
 //! The multi-core [`engine`]s replay a recorded demand [`Trace`] as fast as they can; they
-//! exist to measure how allocation scales over cores ([`bench`]). [`check`] and
+//! exist to measure how allocation scales over cores ([`bench`](mod@bench)). [`check`] and
 //! [`verify_paths`] are independent verifiers used by the tests.
 //!
 //! # Guarantees
