@@ -50,7 +50,8 @@ pub(super) fn run(cfg: &EngineConfig, k: usize, words: usize, feed: &Feed) -> Ve
                         i,
                         k,
                         words,
-                        rounds: cfg.parallel_rounds,
+                        // One thread has nothing to reconcile: a second round would only re-scan.
+                        rounds: if k == 1 { 1 } else { cfg.parallel_rounds },
                         feed,
                         shared,
                         backlog: Backlog::new(lo, gn, 0, n as u32),
