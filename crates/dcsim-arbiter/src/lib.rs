@@ -1,0 +1,78 @@
+//! A Fastpass-style central arbiter: timeslot allocation, path assignment, multi-core
+//! allocator engines and their stress benchmark.
+//!
+//! In Fastpass (Perry et al., SIGCOMM 2014) every host asks a central arbiter *when* and
+//! *where* to send each MTU-sized packet. The arbiter allocates timeslots (one MTU at 10 Gbps,
+//! 1.2 us) so that no host sends or receives two packets in one slot, and then a path through
+//! the fabric so that no fabric link carries two packets in one slot; switch queues stay
+//! empty. See `docs/arbiter.md` for the algorithms, the architectures and measured results.
+//!
+//! ```text
+//!  hosts --demand (src, dst, packets)--> Allocator --(slot, src, dst)--> PathAssigner
+//!                                          ^ per-pair backlog,            | spine per packet
+//!                                          | LRA order, bitmaps           v
+//!  hosts <------------- grants: "send to dst in these slots, via spine s" -+
+//! ```
+//!
+//! # Use
+//! The deterministic single-threaded [`Allocator`] is the API a simulator transport calls:
+//! submit demands as they arrive, call [`Allocator::allocate_batch`] once per batch of
+//! timeslots, hand each slot's allocations to a [`PathAssigner`].
+//!
+//! ```
+//! use dcsim_arbiter::{Allocator, AllocatorConfig, Clos, Demand, NodeId, PathAssigner};
+//!
+//! // 8 hosts under 2 ToRs, 4 spines.
+//! let clos = Clos { tors: 2, spines: 4, hosts_per_tor: 4 };
+//! let mut arbiter = Allocator::new(&AllocatorConfig::new(clos.hosts())).unwrap();
+//! let mut paths = PathAssigner::new(clos).unwrap();
+//!
+//! arbiter.submit(Demand { src: NodeId(0), dst: NodeId(5), slots: 3 }).unwrap();
+//! arbiter.submit(Demand { src: NodeId(1), dst: NodeId(5), slots: 2 }).unwrap();
+//! arbiter.submit(Demand { src: NodeId(6), dst: NodeId(2), slots: 1 }).unwrap();
+//!
+//! let batch = arbiter.allocate_batch(); // timeslots 0..64
+//! assert_eq!(batch.allocated_slots(), 6);
+//! let mut routes = Vec::new();
+//! for (i, packets) in batch.by_slot().iter().enumerate() {
+//!     paths.assign(packets, &mut routes).unwrap();
+//!     for (&(src, dst), route) in packets.iter().zip(&routes) {
+//!         println!("slot {i}: {} -> {} via {route:?}", src.0, dst.0);
+//!     }
+//! }
+//! assert_eq!(arbiter.outstanding_slots(), 0);
+//! ```
+//!
+//! The multi-core [`engine`]s replay a recorded demand [`Trace`] as fast as they can; they
+//! exist to measure how allocation scales over cores ([`bench`](mod@bench)). [`check`] and
+//! [`verify_paths`] are independent verifiers used by the tests.
+//!
+//! # Guarantees
+//! * Every batch is a valid and maximal allocation: no host sends or receives more packets per
+//!   slot than it has unit links, no pair gets more than it asked for, and no pair with demand
+//!   left has a slot free at both its ends.
+//! * [`Allocator`] is deterministic: the same calls give the same allocations. Of the engines,
+//!   all but `Pipelined` are deterministic for a given thread count.
+//! * No `unsafe` code (the workspace forbids it) and no global state.
+#![warn(missing_docs, unreachable_pub)]
+
+mod allocator;
+mod backlog;
+pub mod bench;
+mod bitmap;
+pub mod check;
+pub mod engine;
+mod pairs;
+pub mod path;
+mod trace;
+mod types;
+
+pub use allocator::{Allocator, AllocatorConfig, BatchAllocation, ConfigError, Fairness};
+pub use backlog::DemandError;
+pub use engine::{Architecture, Collect, Engine, EngineConfig, RunOutput};
+pub use path::{Clos, Path, PathAssigner, PathError, PathViolation, verify_paths};
+pub use trace::{Feed, Trace, source_groups};
+pub use types::{
+    Allocation, Demand, Grant, MAX_NODES, MTU_BYTES, NodeId, SLOTS_PER_WORD, TIMESLOT_NS, Timeslot,
+    UNIT_LINK_BPS,
+};

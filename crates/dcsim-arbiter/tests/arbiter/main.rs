@@ -1,0 +1,6 @@
+//! Integration tests of dcsim-arbiter, compiled into one binary (docs/style.md §7).
+
+mod allocator;
+mod engines;
+mod path;
+mod support;
