@@ -76,6 +76,40 @@ enum Cmd {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Stress-benchmark the Fastpass-style arbiter: the highest load each allocator
+    /// architecture sustains in real time (docs/arbiter.md).
+    ArbiterBench {
+        /// Node counts.
+        #[arg(long, value_delimiter = ',', default_values_t = [256u32, 1024, 4096])]
+        nodes: Vec<u32>,
+        /// Architectures: serial, pipelined, parallel, shuffle, ring (default all).
+        #[arg(long = "arch", value_delimiter = ',')]
+        arch: Vec<String>,
+        /// Thread counts.
+        #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+        threads: Vec<usize>,
+        /// Arbiter time replayed per measured run, ms.
+        #[arg(long, default_value_t = 50.0)]
+        duration_ms: f64,
+        /// Runs per trial (median wall time).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Independent searches per row (median reported).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Measure at this offered load (fraction of the ceiling) instead of searching.
+        #[arg(long)]
+        load: Option<f64>,
+        /// Workload seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write the full report as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// A few-second configuration (CI).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Run the fixed benchmark scenarios and print speed figures.
     Bench {
         /// Shorter runs (for CI).
@@ -129,7 +163,67 @@ fn main() -> ExitCode {
             out,
             jobs,
         } => repro(&name, quick, out, jobs),
+        Cmd::ArbiterBench {
+            nodes,
+            arch,
+            threads,
+            duration_ms,
+            runs,
+            repeats,
+            load,
+            seed,
+            json,
+            quick,
+        } => {
+            let mut cfg = dcsim_arbiter::bench::BenchConfig {
+                nodes,
+                threads,
+                duration_ms,
+                runs,
+                repeats,
+                load,
+                seed,
+                quick,
+                ..Default::default()
+            };
+            if !arch.is_empty() {
+                match arch
+                    .iter()
+                    .map(|a| a.parse())
+                    .collect::<Result<Vec<_>, _>>()
+                {
+                    Ok(a) => cfg.architectures = a,
+                    Err(_) => {
+                        eprintln!(
+                            "error: --arch: expected serial, pipelined, parallel, shuffle or ring, got {arch:?}"
+                        );
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            arbiter_bench(&cfg, json)
+        }
     }
+}
+
+fn arbiter_bench(cfg: &dcsim_arbiter::bench::BenchConfig, json: Option<PathBuf>) -> ExitCode {
+    let report = match dcsim_arbiter::bench::run(cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", report.table());
+    if let Some(path) = json {
+        let mut text = serde_json::to_vec_pretty(&report).unwrap_or_default();
+        text.push(b'\n');
+        if let Err(e) = dcsim::metrics::atomic_write(&path, &text) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn repro(name: &str, quick: bool, out: Option<PathBuf>, jobs: Option<usize>) -> ExitCode {
