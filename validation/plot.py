@@ -21,7 +21,17 @@ def draw(spec, out_dir):
     panels = spec["panels"]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
     for ax, p in zip(axes[0], panels):
-        for s in p["series"]:
+        cats = p.get("categories") or []
+        if p["kind"] == "bar" and cats:
+            # Grouped bars: one group per category, one bar per series.
+            n = max(len(p["series"]), 1)
+            width = 0.8 / n
+            for i, s in enumerate(p["series"]):
+                xs = [x - 0.4 + width * (i + 0.5) for x in s["x"]]
+                ax.bar(xs, s["y"], width=width, label=s["label"])
+            ax.set_xticks(range(len(cats)))
+            ax.set_xticklabels(cats, fontsize=8)
+        for s in p["series"] if not (p["kind"] == "bar" and cats) else []:
             if p["kind"] == "step":
                 ax.step(s["x"], s["y"], where="post", label=s["label"])
             elif p["kind"] == "points":
@@ -31,7 +41,7 @@ def draw(spec, out_dir):
             else:
                 ax.plot(s["x"], s["y"], label=s["label"], linewidth=1.2)
         if p.get("logx"):
-            ax.set_xscale("log", base=2)
+            ax.set_xscale("log", base=p.get("log_base", 2))
         if p.get("logy"):
             ax.set_yscale("log")
         ax.set_title(p["title"], fontsize=10)

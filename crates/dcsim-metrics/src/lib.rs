@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub mod analysis;
+pub mod oracle;
+
 /// One row of `flows.csv`.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowRow {
@@ -48,6 +51,9 @@ pub struct FlowRow {
     /// Credits that found nothing to send, including those arriving after the flow ended
     /// (ExpressPass; 0 otherwise).
     pub credits_wasted: u64,
+    /// Whether the flow counts in FCT statistics (it started inside the measurement
+    /// window: not before `sim.warmup`, not within `sim.cooldown` of the end of arrivals).
+    pub measured: bool,
 }
 
 /// One row of `ports.csv` (counters over the measurement window).

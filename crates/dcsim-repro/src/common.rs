@@ -81,6 +81,11 @@ pub struct Panel {
     pub logx: bool,
     /// Log-scale y axis.
     pub logy: bool,
+    /// Base of a logarithmic x axis (2 or 10).
+    pub log_base: u32,
+    /// For `bar` panels: the category names; series' x values index them, and several
+    /// series are drawn as grouped bars.
+    pub categories: Vec<String>,
     /// Series.
     pub series: Vec<Series>,
 }
@@ -95,8 +100,22 @@ impl Panel {
             kind: "line".into(),
             logx: false,
             logy: false,
+            log_base: 2,
+            categories: Vec::new(),
             series,
         }
+    }
+    /// A grouped-bar panel: one group per category, one bar per series in each.
+    pub fn bars(
+        title: impl Into<String>,
+        categories: Vec<String>,
+        ylabel: &str,
+        series: Vec<Series>,
+    ) -> Self {
+        let mut p = Self::line(title, "", ylabel, series);
+        p.kind = "bar".into();
+        p.categories = categories;
+        p
     }
     /// The same panel drawn with markers.
     pub fn points(mut self) -> Self {
@@ -106,6 +125,17 @@ impl Panel {
     /// The same panel with a logarithmic x axis.
     pub fn logx(mut self) -> Self {
         self.logx = true;
+        self
+    }
+    /// The same panel with a base-10 logarithmic x axis.
+    pub fn logx10(mut self) -> Self {
+        self.logx = true;
+        self.log_base = 10;
+        self
+    }
+    /// The same panel with a logarithmic y axis.
+    pub fn logy(mut self) -> Self {
+        self.logy = true;
         self
     }
 }

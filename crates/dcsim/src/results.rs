@@ -4,6 +4,8 @@
 use std::io;
 use std::path::Path;
 
+use dcsim_engine::Time;
+use dcsim_metrics::analysis::{BucketStats, FlowSample, TierStats, bucket_stats, tier_stats};
 use dcsim_metrics::{
     Distribution, FlowRow, PortRow, SampleRow, atomic_write, digest, jain, to_csv,
 };
@@ -20,11 +22,17 @@ pub struct Results {
     pub ports: Vec<PortRow>,
     /// Periodic samples, if asked for.
     pub samples: Option<Vec<SampleRow>>,
+    /// FCT and slowdown of the measured flows by size bucket (`buckets.csv`).
+    pub buckets: Vec<BucketStats>,
+    /// Port statistics by link tier (`tiers.csv`).
+    pub tiers: Vec<TierStats>,
     /// summary.json.
     pub summary: Value,
     flows_csv: Vec<u8>,
     ports_csv: Vec<u8>,
     samples_csv: Option<Vec<u8>>,
+    buckets_csv: Vec<u8>,
+    tiers_csv: Vec<u8>,
 }
 
 const FLOW_HEADER: &[&str] = &[
@@ -44,6 +52,7 @@ const FLOW_HEADER: &[&str] = &[
     "timeouts",
     "credits_sent",
     "credits_wasted",
+    "measured",
 ];
 const PORT_HEADER: &[&str] = &[
     "port",
@@ -67,6 +76,37 @@ const PORT_HEADER: &[&str] = &[
     "aqm_drops",
     "ecn_marks",
 ];
+const BUCKET_HEADER: &[&str] = &[
+    "set",
+    "bucket",
+    "lo_bytes",
+    "hi_bytes",
+    "flows",
+    "completed",
+    "fct_us_mean",
+    "fct_us_p50",
+    "fct_us_p99",
+    "fct_us_p999",
+    "fct_us_max",
+    "slowdown_mean",
+    "slowdown_p50",
+    "slowdown_p99",
+    "slowdown_p999",
+];
+const TIER_HEADER: &[&str] = &[
+    "tier",
+    "ports",
+    "utilization_mean",
+    "utilization_max",
+    "avg_queue_bytes_mean",
+    "avg_queue_bytes_max",
+    "max_queue_bytes",
+    "max_data_queue_bytes",
+    "drops",
+    "data_drops",
+    "credit_drops",
+    "ecn_marks",
+];
 const SAMPLE_HEADER: &[&str] = &["time_ns", "kind", "id", "value"];
 
 impl Results {
@@ -83,6 +123,8 @@ impl Results {
         let mut flow_rows = Vec::with_capacity(flows_t.len());
         let mut fct_us = Vec::new();
         let mut slowdowns = Vec::new();
+        let mut measured_flows = Vec::new();
+        let (from, until) = measured_window(world);
         let mut long_lived = Vec::new();
         let mut credits_wasted_total = 0u64;
         for i in 0..flows_t.len() {
@@ -103,9 +145,17 @@ impl Results {
             } else {
                 0.0
             };
-            if let (Some(d), Some(s)) = (fct, slowdown) {
-                fct_us.push(d.as_us_f64());
-                slowdowns.push(s);
+            let measured = spec.start >= from && spec.start < until;
+            if measured && let Some(size) = spec.size_bytes {
+                if let (Some(d), Some(s)) = (fct, slowdown) {
+                    fct_us.push(d.as_us_f64());
+                    slowdowns.push(s);
+                }
+                measured_flows.push(FlowSample {
+                    size_bytes: size,
+                    fct_us: fct.map(|d| d.as_us_f64()),
+                    slowdown,
+                });
             }
             if spec.size_bytes.is_none() && spec.start <= win && spec.stop.is_none_or(|s| s >= end)
             {
@@ -130,6 +180,7 @@ impl Results {
                 timeouts: rec.timeouts,
                 credits_sent: rec.credits_sent,
                 credits_wasted: rec.credits_wasted,
+                measured,
             });
             credits_wasted_total += rec.credits_wasted;
         }
@@ -185,6 +236,10 @@ impl Results {
                 ecn_marks: s.ecn_marks,
             });
         }
+        let buckets = bucket_stats(&measured_flows);
+        let tiers = tier_stats(&port_rows);
+        let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
+        let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
         let samples = world.sampler.as_mut().map(|s| std::mem::take(&mut s.rows));
         let flows_csv = to_csv(&flow_rows, FLOW_HEADER).expect("in-memory CSV cannot fail");
         let ports_csv = to_csv(&port_rows, PORT_HEADER).expect("in-memory CSV cannot fail");
@@ -195,6 +250,8 @@ impl Results {
             &flows_csv,
             &ports_csv,
             samples_csv.as_deref().unwrap_or(&[]),
+            &buckets_csv,
+            &tiers_csv,
         ]);
         let fct = Distribution::of(&mut fct_us);
         let sd = Distribution::of(&mut slowdowns);
@@ -219,9 +276,14 @@ impl Results {
             "ecn_marks": marks_total,
             "flows_total": world.flows.len(),
             "flows_completed": world.flows.completed(),
+            "flows_measured": measured_flows.len(),
+            "measured_start_ns": from.as_ns(),
+            "measured_end_ns": (until != Time::MAX).then(|| until.as_ns()),
             "fct_us": fct,
             "slowdown": sd,
+            "fct_buckets": buckets.iter().map(|b| (b.bucket.to_string(), serde_json::to_value(b).unwrap_or(Value::Null))).collect::<serde_json::Map<_, _>>(),
             "max_queue_bytes": max_switch_queue,
+            "tiers": tiers.iter().map(|t| (t.tier.clone(), serde_json::to_value(t).unwrap_or(Value::Null))).collect::<serde_json::Map<_, _>>(),
             "long_lived_flows": long_lived.len(),
             "jain_fairness": jain(&long_lived),
             "scheduler": stats.sched,
@@ -241,10 +303,14 @@ impl Results {
             flows: flow_rows,
             ports: port_rows,
             samples,
+            buckets,
+            tiers,
             summary,
             flows_csv,
             ports_csv,
             samples_csv,
+            buckets_csv,
+            tiers_csv,
         }
     }
 
@@ -255,6 +321,8 @@ impl Results {
         std::fs::create_dir_all(dir)?;
         atomic_write(&dir.join("flows.csv"), &self.flows_csv)?;
         atomic_write(&dir.join("ports.csv"), &self.ports_csv)?;
+        atomic_write(&dir.join("buckets.csv"), &self.buckets_csv)?;
+        atomic_write(&dir.join("tiers.csv"), &self.tiers_csv)?;
         if let Some(s) = &self.samples_csv {
             atomic_write(&dir.join("timeseries.csv"), s)?;
         }
@@ -330,6 +398,28 @@ impl Results {
         }
         out
     }
+}
+
+/// The start-time window `[from, until)` of the flows that count in FCT statistics:
+/// `from` is `sim.warmup`; `until` is the end of arrivals (`sim.duration`, or the latest
+/// flow start in a drained run) less `sim.cooldown`, or unbounded without a cool-down.
+fn measured_window(world: &World) -> (Time, Time) {
+    let sim = &world.scenario.spec.sim;
+    let from = Time::from_dur(sim.warmup);
+    if sim.cooldown.as_ps() == 0 {
+        return (from, Time::MAX);
+    }
+    let end = match sim.duration {
+        Some(d) => Time::from_dur(d),
+        None => (0..world.flows.len())
+            .map(|i| world.flows.spec(FlowId::new(i)).start)
+            .max()
+            .unwrap_or(Time::ZERO),
+    };
+    (
+        from,
+        Time::from_dur(end.saturating_since(Time::from_dur(sim.cooldown))),
+    )
 }
 
 /// Label of a port, for callers outside this crate.

@@ -100,9 +100,15 @@ pub struct SimSpec {
     /// Master seed (default 0). Every component draws from its own stream of it.
     #[serde(default)]
     pub seed: u64,
-    /// Start of the measurement window for port counters, goodput and fairness (default 0).
+    /// Start of the measurement window (default 0): port counters, goodput and fairness
+    /// count from here, and flows that start before it are left out of FCT statistics.
     #[serde(default)]
     pub warmup: Dur,
+    /// Flows that start within this time of the end of arrivals (`duration`, or in a
+    /// drained run the last flow's start) are left out of FCT statistics (default 0): they
+    /// meet a network that is already emptying.
+    #[serde(default)]
+    pub cooldown: Dur,
 }
 
 /// One explicit flow.
@@ -480,6 +486,19 @@ impl ScenarioSpec {
                 return Err(err(format!(
                     "sim.warmup: {} is not before the end of the run ({d})",
                     spec.sim.warmup
+                )));
+            }
+            if spec.sim.cooldown.as_ps() > 0
+                && spec
+                    .sim
+                    .warmup
+                    .as_ps()
+                    .saturating_add(spec.sim.cooldown.as_ps())
+                    >= d.as_ps()
+            {
+                return Err(err(format!(
+                    "sim.cooldown: warmup {} plus cooldown {} leave no time to measure in a run of {d}",
+                    spec.sim.warmup, spec.sim.cooldown
                 )));
             }
         }

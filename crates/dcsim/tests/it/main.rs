@@ -4,6 +4,7 @@
 
 mod conservation;
 mod determinism;
+mod oracle;
 mod scenario;
 
 use std::path::{Path, PathBuf};

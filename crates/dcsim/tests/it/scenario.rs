@@ -333,3 +333,85 @@ fn xpass_many_starting_flows_lose_no_data() {
     );
     assert_eq!(r.summary["data_drops"], 0, "{}", r.summary);
 }
+
+/// Warm-up and cool-down exclusion and the size buckets, end to end: flows that start
+/// before `sim.warmup` or within `sim.cooldown` of the last start are in flows.csv but not in
+/// the FCT statistics; every measured flow lands in exactly one bucket of each set.
+#[test]
+fn fct_statistics_take_only_flows_inside_the_measurement_window() {
+    let (_, r) = crate::run_text(
+        r#"
+        [sim]
+        warmup = "1ms"
+        cooldown = "1ms"
+        [topology]
+        kind = "dumbbell"
+        pairs = 2
+        [transport]
+        kind = "tcp"
+        cc = "dctcp"
+        [[flows]]
+        src = 0
+        dst = 2
+        size = "5KB"
+        start = "0.5ms"
+        [[flows]]
+        src = 0
+        dst = 2
+        size = "5KB"
+        start = "1ms"
+        [[flows]]
+        src = 1
+        dst = 3
+        size = "50KB"
+        start = "1.5ms"
+        [[flows]]
+        src = 1
+        dst = 3
+        size = "2MB"
+        start = "2ms"
+        [[flows]]
+        src = 0
+        dst = 2
+        size = "5KB"
+        start = "3.5ms"
+        "#,
+    );
+    let measured: Vec<bool> = r.flows.iter().map(|f| f.measured).collect();
+    // Last start 3.5 ms, cool-down 1 ms: measured starts are [1 ms, 2.5 ms).
+    assert_eq!(measured, [false, true, true, true, false]);
+    assert_eq!(r.summary["flows_measured"], 3);
+    assert_eq!(r.summary["fct_us"]["count"], 3);
+    let count = |b: &str| {
+        r.buckets
+            .iter()
+            .find(|x| x.bucket == b)
+            .map(|x| x.flows)
+            .unwrap()
+    };
+    assert_eq!(count("all"), 3);
+    assert_eq!(
+        [
+            count("0-10KB"),
+            count("10KB-100KB"),
+            count("100KB-1MB"),
+            count("1MB+")
+        ],
+        [1, 1, 0, 1]
+    );
+    assert_eq!(
+        [count("<100KB"), count("100KB-10MB"), count("10MB+")],
+        [2, 1, 0]
+    );
+    // The 2 MB flow alone on the path: slowdown close to 1 (slow start costs a few RTTs).
+    let big = r.buckets.iter().find(|x| x.bucket == "1MB+").unwrap();
+    assert!(
+        (1.0..1.5).contains(&big.slowdown_mean),
+        "{}",
+        big.slowdown_mean
+    );
+    assert_eq!(r.summary["fct_buckets"]["1MB+"]["flows"], 1);
+    // Per-tier port statistics: the dumbbell's bottleneck tier carries the data.
+    let tiers: Vec<&str> = r.tiers.iter().map(|t| t.tier.as_str()).collect();
+    assert!(tiers.contains(&"switch->switch"), "{tiers:?}");
+}

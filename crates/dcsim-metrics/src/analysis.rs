@@ -1,0 +1,346 @@
+//! Flow-completion analysis by flow-size bucket, and port statistics by tier.
+//!
+//! The bucket sets are those of the ExpressPass fat-tree evaluation
+//! (`experiments.md`, `xpass-fattree`): a fine set `0-10KB`, `10KB-100KB`, `100KB-1MB`,
+//! `1MB+` and a coarse set `<100KB`, `100KB-10MB`, `10MB+`. Every bucket is a half-open
+//! interval `(lo, hi]` of payload bytes with decimal units (1 KB = 1000 B), so a flow of
+//! exactly 10,000 B is in `0-10KB` and one of 10,001 B in `10KB-100KB`.
+
+use serde::Serialize;
+
+use crate::{Distribution, PortRow};
+
+/// A flow-size bucket: sizes in `(lo_bytes, hi_bytes]`; no upper end when `hi_bytes` is
+/// `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bucket {
+    /// Name used in files and result keys.
+    pub name: &'static str,
+    /// Exclusive lower end, bytes.
+    pub lo_bytes: u64,
+    /// Inclusive upper end, bytes.
+    pub hi_bytes: Option<u64>,
+}
+
+impl Bucket {
+    const fn new(name: &'static str, lo_bytes: u64, hi_bytes: Option<u64>) -> Self {
+        Self {
+            name,
+            lo_bytes,
+            hi_bytes,
+        }
+    }
+
+    /// Whether a flow of `size` bytes falls in this bucket.
+    pub fn contains(&self, size: u64) -> bool {
+        size > self.lo_bytes && self.hi_bytes.is_none_or(|h| size <= h)
+    }
+}
+
+/// A named set of buckets.
+#[derive(Clone, Copy, Debug)]
+pub struct BucketSet {
+    /// Name of the set (`fine`, `coarse`).
+    pub name: &'static str,
+    /// Its buckets, in increasing size, covering every size above 0.
+    pub buckets: &'static [Bucket],
+}
+
+/// The bucket sets every run reports.
+pub const BUCKET_SETS: &[BucketSet] = &[
+    BucketSet {
+        name: "fine",
+        buckets: &[
+            Bucket::new("0-10KB", 0, Some(10_000)),
+            Bucket::new("10KB-100KB", 10_000, Some(100_000)),
+            Bucket::new("100KB-1MB", 100_000, Some(1_000_000)),
+            Bucket::new("1MB+", 1_000_000, None),
+        ],
+    },
+    BucketSet {
+        name: "coarse",
+        buckets: &[
+            Bucket::new("<100KB", 0, Some(100_000)),
+            Bucket::new("100KB-10MB", 100_000, Some(10_000_000)),
+            Bucket::new("10MB+", 10_000_000, None),
+        ],
+    },
+];
+
+/// What the analysis needs of one measured flow.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowSample {
+    /// Payload bytes.
+    pub size_bytes: u64,
+    /// Flow completion time, µs; `None` if unfinished.
+    pub fct_us: Option<f64>,
+    /// FCT over the ideal FCT; `None` if unfinished.
+    pub slowdown: Option<f64>,
+}
+
+/// FCT and slowdown statistics of the measured flows in one bucket (a row of
+/// `buckets.csv`).
+#[derive(Clone, Debug, Serialize)]
+pub struct BucketStats {
+    /// Bucket set (`all`, `fine`, `coarse`).
+    pub set: &'static str,
+    /// Bucket name.
+    pub bucket: &'static str,
+    /// Exclusive lower end, bytes.
+    pub lo_bytes: u64,
+    /// Inclusive upper end, bytes; empty for the last bucket.
+    pub hi_bytes: Option<u64>,
+    /// Measured flows in the bucket.
+    pub flows: u64,
+    /// Of these, completed by the end of the run.
+    pub completed: u64,
+    /// Mean FCT of the completed flows, µs.
+    pub fct_us_mean: f64,
+    /// Median FCT, µs.
+    pub fct_us_p50: f64,
+    /// 99th-percentile FCT, µs.
+    pub fct_us_p99: f64,
+    /// 99.9th-percentile FCT, µs.
+    pub fct_us_p999: f64,
+    /// Largest FCT, µs.
+    pub fct_us_max: f64,
+    /// Mean slowdown.
+    pub slowdown_mean: f64,
+    /// Median slowdown.
+    pub slowdown_p50: f64,
+    /// 99th-percentile slowdown.
+    pub slowdown_p99: f64,
+    /// 99.9th-percentile slowdown.
+    pub slowdown_p999: f64,
+}
+
+impl BucketStats {
+    fn of(set: &'static str, b: Bucket, flows: &[FlowSample]) -> Self {
+        let mut fct = Vec::new();
+        let mut sd = Vec::new();
+        let mut n = 0u64;
+        for f in flows.iter().filter(|f| b.contains(f.size_bytes)) {
+            n += 1;
+            if let (Some(t), Some(s)) = (f.fct_us, f.slowdown) {
+                fct.push(t);
+                sd.push(s);
+            }
+        }
+        let (fct, sd) = (Distribution::of(&mut fct), Distribution::of(&mut sd));
+        Self {
+            set,
+            bucket: b.name,
+            lo_bytes: b.lo_bytes,
+            hi_bytes: b.hi_bytes,
+            flows: n,
+            completed: fct.count,
+            fct_us_mean: fct.mean,
+            fct_us_p50: fct.p50,
+            fct_us_p99: fct.p99,
+            fct_us_p999: fct.p999,
+            fct_us_max: fct.max,
+            slowdown_mean: sd.mean,
+            slowdown_p50: sd.p50,
+            slowdown_p99: sd.p99,
+            slowdown_p999: sd.p999,
+        }
+    }
+}
+
+/// Statistics for every bucket of [`BUCKET_SETS`], preceded by one row (`all`) over every
+/// flow. Empty buckets are kept (with zero counts) so that files of different runs line up.
+pub fn bucket_stats(flows: &[FlowSample]) -> Vec<BucketStats> {
+    let mut rows = vec![BucketStats::of("all", Bucket::new("all", 0, None), flows)];
+    for set in BUCKET_SETS {
+        for &b in set.buckets {
+            rows.push(BucketStats::of(set.name, b, flows));
+        }
+    }
+    rows
+}
+
+/// Port statistics aggregated over one link tier, such as every ToR-to-aggregation port (a
+/// row of `tiers.csv`).
+#[derive(Clone, Debug, Serialize)]
+pub struct TierStats {
+    /// `<tier>-><peer tier>`, e.g. `tor->agg`, `host->tor`.
+    pub tier: String,
+    /// Ports in the tier.
+    pub ports: u64,
+    /// Mean utilization over the ports.
+    pub utilization_mean: f64,
+    /// Highest utilization of a port.
+    pub utilization_max: f64,
+    /// Mean over the ports of the time-weighted average queue, bytes.
+    pub avg_queue_bytes_mean: f64,
+    /// Largest time-weighted average queue of a port, bytes.
+    pub avg_queue_bytes_max: f64,
+    /// Largest queue seen at any port of the tier, bytes.
+    pub max_queue_bytes: u64,
+    /// Largest data-only queue, bytes.
+    pub max_data_queue_bytes: u64,
+    /// Packets dropped.
+    pub drops: u64,
+    /// Data packets dropped.
+    pub data_drops: u64,
+    /// Credits dropped.
+    pub credit_drops: u64,
+    /// Packets CE-marked.
+    pub ecn_marks: u64,
+}
+
+/// Aggregates port rows by `(tier, peer_tier)`, in order of first appearance.
+pub fn tier_stats(ports: &[PortRow]) -> Vec<TierStats> {
+    let mut out: Vec<TierStats> = Vec::new();
+    for p in ports {
+        let name = format!("{}->{}", p.tier, p.peer_tier);
+        let i = match out.iter().position(|t| t.tier == name) {
+            Some(i) => i,
+            None => {
+                out.push(TierStats {
+                    tier: name,
+                    ports: 0,
+                    utilization_mean: 0.0,
+                    utilization_max: 0.0,
+                    avg_queue_bytes_mean: 0.0,
+                    avg_queue_bytes_max: 0.0,
+                    max_queue_bytes: 0,
+                    max_data_queue_bytes: 0,
+                    drops: 0,
+                    data_drops: 0,
+                    credit_drops: 0,
+                    ecn_marks: 0,
+                });
+                out.len() - 1
+            }
+        };
+        let t = &mut out[i];
+        t.ports += 1;
+        // Running sums; divided by the port count below.
+        t.utilization_mean += p.utilization;
+        t.utilization_max = t.utilization_max.max(p.utilization);
+        t.avg_queue_bytes_mean += p.avg_queue_bytes;
+        t.avg_queue_bytes_max = t.avg_queue_bytes_max.max(p.avg_queue_bytes);
+        t.max_queue_bytes = t.max_queue_bytes.max(p.max_queue_bytes);
+        t.max_data_queue_bytes = t.max_data_queue_bytes.max(p.max_data_queue_bytes);
+        t.drops += p.drops;
+        t.data_drops += p.data_drops;
+        t.credit_drops += p.credit_drops;
+        t.ecn_marks += p.ecn_marks;
+    }
+    for t in &mut out {
+        t.utilization_mean /= t.ports as f64;
+        t.avg_queue_bytes_mean /= t.ports as f64;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(size: u64, fct: Option<f64>) -> FlowSample {
+        FlowSample {
+            size_bytes: size,
+            fct_us: fct,
+            slowdown: fct.map(|t| t / 10.0),
+        }
+    }
+
+    #[test]
+    fn bucket_sets_partition_every_size() {
+        for set in BUCKET_SETS {
+            for size in [
+                1,
+                9_999,
+                10_000,
+                10_001,
+                99_999,
+                100_000,
+                100_001,
+                1_000_000,
+                1_000_001,
+                10_000_000,
+                10_000_001,
+                1 << 40,
+            ] {
+                let hits = set.buckets.iter().filter(|b| b.contains(size)).count();
+                assert_eq!(hits, 1, "size {size} in set {}", set.name);
+            }
+        }
+    }
+
+    #[test]
+    fn boundaries_are_inclusive_above() {
+        let fine = BUCKET_SETS[0].buckets;
+        assert!(fine[0].contains(10_000));
+        assert!(fine[1].contains(10_001));
+        assert!(fine[3].contains(1_000_001));
+        assert!(!fine[2].contains(1_000_001));
+    }
+
+    #[test]
+    fn buckets_count_unfinished_flows_but_take_statistics_of_completed_ones() {
+        let flows = [
+            flow(5_000, Some(10.0)),
+            flow(8_000, Some(30.0)),
+            flow(9_000, None),
+            flow(50_000, Some(100.0)),
+            flow(20_000_000, Some(20_000.0)),
+        ];
+        let rows = bucket_stats(&flows);
+        let all = &rows[0];
+        assert_eq!((all.set, all.flows, all.completed), ("all", 5, 4));
+        let small = rows.iter().find(|r| r.bucket == "0-10KB").unwrap();
+        assert_eq!((small.flows, small.completed), (3, 2));
+        assert!((small.fct_us_mean - 20.0).abs() < 1e-12);
+        assert!((small.slowdown_p99 - 3.0).abs() < 1e-12);
+        let big = rows.iter().find(|r| r.bucket == "10MB+").unwrap();
+        assert_eq!((big.flows, big.fct_us_max), (1, 20_000.0));
+        let empty = rows.iter().find(|r| r.bucket == "100KB-1MB").unwrap();
+        assert_eq!((empty.flows, empty.completed), (0, 0));
+        // 1 + 4 fine + 3 coarse rows, always, so files of different runs line up.
+        assert_eq!(rows.len(), 8);
+    }
+
+    #[test]
+    fn tiers_aggregate_by_direction() {
+        let port = |tier: &str, peer: &str, util: f64, q: u64| PortRow {
+            port: 0,
+            node: "n".into(),
+            peer: "p".into(),
+            tier: tier.into(),
+            peer_tier: peer.into(),
+            rate_gbps: 10.0,
+            tx_pkts: 0,
+            tx_bytes: 0,
+            tx_data_bytes: 0,
+            utilization: util,
+            max_queue_bytes: q,
+            max_data_queue_bytes: q,
+            max_credit_queue_bytes: 0,
+            avg_queue_bytes: q as f64 / 2.0,
+            drops: 1,
+            data_drops: 1,
+            control_drops: 0,
+            credit_drops: 0,
+            aqm_drops: 0,
+            ecn_marks: 2,
+        };
+        let ports = [
+            port("tor", "agg", 0.5, 100),
+            port("agg", "tor", 0.2, 50),
+            port("tor", "agg", 0.7, 300),
+        ];
+        let t = tier_stats(&ports);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].tier.as_str(), t[0].ports), ("tor->agg", 2));
+        assert!((t[0].utilization_mean - 0.6).abs() < 1e-12);
+        assert_eq!(
+            (t[0].max_queue_bytes, t[0].drops, t[0].ecn_marks),
+            (300, 2, 4)
+        );
+        assert!((t[0].avg_queue_bytes_mean - 100.0).abs() < 1e-12);
+        assert_eq!(t[1].tier, "agg->tor");
+    }
+}
