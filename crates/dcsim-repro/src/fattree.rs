@@ -279,7 +279,8 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
     Ok(out)
 }
 
-/// Per workload and speed: mean and p99 FCT per size bucket (grouped bars) and the FCT CDF.
+/// Per workload and speed: mean and p99 FCT per size bucket (grouped bars) and the FCT
+/// CDF; average and largest queue per switch tier.
 fn plots(
     ctx: &Ctx,
     keys: &[(&str, u64, Scheme)],
@@ -296,6 +297,8 @@ fn plots(
             let mut means = Vec::new();
             let mut p99s = Vec::new();
             let mut cdfs = Vec::new();
+            let mut tiers: Vec<String> = Vec::new();
+            let (mut avg_q, mut max_q) = (Vec::new(), Vec::new());
             for (&(kw, kg, s), r) in keys.iter().zip(results) {
                 if (kw, kg) != (w, g) {
                     continue;
@@ -306,6 +309,25 @@ fn plots(
                     x: xs.clone(),
                     y: fine.iter().map(|b| f(bucket(r, b))).collect(),
                 };
+                let sw: Vec<_> = r
+                    .tiers
+                    .iter()
+                    .filter(|t| !t.tier.starts_with("host->"))
+                    .collect();
+                if tiers.is_empty() {
+                    tiers = sw.iter().map(|t| t.tier.clone()).collect();
+                }
+                let tx: Vec<f64> = (0..sw.len()).map(|i| i as f64).collect();
+                avg_q.push(Series {
+                    label: s.key().into(),
+                    x: tx.clone(),
+                    y: sw.iter().map(|t| t.avg_queue_bytes_mean / 1e3).collect(),
+                });
+                max_q.push(Series {
+                    label: s.key().into(),
+                    x: tx,
+                    y: sw.iter().map(|t| t.max_queue_bytes as f64 / 1e3).collect(),
+                });
                 means.push(stat(|b| b.fct_us_mean));
                 p99s.push(stat(|b| b.fct_us_p99));
                 let mut fct: Vec<f64> = r
@@ -344,6 +366,23 @@ fn plots(
                     .logy(),
                     Panel::line(format!("{w}, {g} Gb/s: FCT CDF"), "FCT (us)", "CDF", cdfs)
                         .logx10(),
+                ],
+            })?;
+            ctx.plot(&Plot {
+                file: format!("queues_{w}_{g}g"),
+                panels: vec![
+                    Panel::bars(
+                        format!("{w}, {g} Gb/s: average queue per switch port"),
+                        tiers.clone(),
+                        "KB (mean over the tier's ports)",
+                        avg_q,
+                    ),
+                    Panel::bars(
+                        format!("{w}, {g} Gb/s: largest queue"),
+                        tiers,
+                        "KB (largest port of the tier)",
+                        max_q,
+                    ),
                 ],
             })?;
         }
