@@ -278,8 +278,17 @@ impl Network {
     /// the budget. This is the back-pressure of a real stack (Linux's TCP small queues):
     /// a host does not drop its own packets, and a sender limited by its NIC waits instead
     /// of piling its window into the NIC queue.
+    ///
+    /// While the host is waiting, every sender is refused, not only those that found the
+    /// queue full: otherwise ACK-clocked flows refill each packet's worth of room as it
+    /// frees, the queue never drains to the wake-up mark, and a flow that blocked (a new
+    /// short flow behind long ones) starves for milliseconds. Refused senders join the
+    /// waiting list in order and are woken round-robin.
     #[inline]
     pub fn nic_room(&mut self, h: HostId, wire_bytes: u32) -> bool {
+        if self.nic_waiting[h.index()] {
+            return false;
+        }
         let q = self.ports[self.nic[h.index()].index()].backlog_bytes();
         if q == 0 || q + u64::from(wire_bytes) <= self.tx_budget {
             return true;

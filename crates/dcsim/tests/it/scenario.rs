@@ -415,3 +415,44 @@ fn fct_statistics_take_only_flows_inside_the_measurement_window() {
     let tiers: Vec<&str> = r.tiers.iter().map(|t| t.tier.as_str()).collect();
     assert!(tiers.contains(&"switch->switch"), "{tiers:?}");
 }
+
+/// A short flow that starts behind long flows of the same host is not starved by the host's
+/// NIC back-pressure: ACK-clocked long flows must not refill the NIC queue while it waits.
+/// Its FCT is bounded by a few NIC-queue drains (128 KB at 10 Gb/s ≈ 105 µs each) plus the
+/// network queue (DCTCP: about K = 65 packets, 80 µs) and an RTT; before the fix it waited
+/// milliseconds.
+#[test]
+fn short_flow_behind_long_flows_of_its_host_is_not_starved() {
+    let (_, r) = crate::run_text(
+        r#"
+        [sim]
+        duration = "30ms"
+        [topology]
+        kind = "dumbbell"
+        pairs = 2
+        [transport]
+        kind = "tcp"
+        cc = "dctcp"
+        [[flows]]
+        src = 0
+        dst = 2
+        [[flows]]
+        src = 0
+        dst = 3
+        [[flows]]
+        src = 0
+        dst = 2
+        size = "20KB"
+        start = "10ms"
+        [[flows]]
+        src = 0
+        dst = 3
+        size = "20KB"
+        start = "20ms"
+        "#,
+    );
+    for f in &r.flows[2..] {
+        let fct = f.fct_ns.expect("short flow completes");
+        assert!(fct < 600_000, "short flow {} took {fct} ns", f.flow_id);
+    }
+}
