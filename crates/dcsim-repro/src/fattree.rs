@@ -13,7 +13,7 @@ use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, to_series};
 
 /// A scheme of the fat-tree comparison. HULL and DX join this list when they exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scheme {
+pub(crate) enum Scheme {
     /// ExpressPass with the fat-tree script's settings.
     Xpass,
     /// DCTCP, K = 65 packets per 10 Gb/s, g = 1/16.
@@ -27,7 +27,7 @@ const SCHEMES: &[Scheme] = &[Scheme::Xpass, Scheme::Dctcp];
 const WORKLOADS: &[&str] = &["datamining", "websearch"];
 
 impl Scheme {
-    fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             Self::Xpass => "expresspass",
             Self::Dctcp => "dctcp",
@@ -37,7 +37,7 @@ impl Scheme {
     /// `[routing]`, `[queue]`, `[nic]` and `[transport]` for links of `gbps`. Switch data
     /// buffers are the script's 250 packets of 1538 B per 10 Gb/s, NIC buffers 1000; DCTCP
     /// marks at K = 65 packets per 10 Gb/s (so buffer/K is the same at both speeds).
-    fn tables(self, gbps: u64) -> String {
+    pub(crate) fn tables(self, gbps: u64) -> String {
         let scale = gbps.div_ceil(10);
         let (buffer, nic) = (250 * 1538 * scale, 1000 * 1538);
         match self {

@@ -9,6 +9,7 @@
 
 mod common;
 mod fattree;
+mod oracle;
 mod xpass;
 
 use std::path::PathBuf;
@@ -72,6 +73,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         name: "xpass-fattree",
         description: "192-host fat-tree, data mining and web search at load 0.6, 10 and 40 Gb/s: FCT per size bucket, queues per tier",
         run: fattree::fattree,
+    },
+    Experiment {
+        name: "fct-oracle",
+        description: "one 10 Gb/s bottleneck at load 0.5: slowdown per size bucket, ExpressPass and DCTCP beside ideal fair sharing",
+        run: oracle::fct_oracle,
     },
     Experiment {
         name: "xpass-zero-loss",

@@ -760,10 +760,9 @@ pub fn shuffle(ctx: &Ctx) -> Result<Value, String> {
 pub fn zero_loss(ctx: &Ctx) -> Result<Value, String> {
     let mut out = json!({});
     let mut total = 0u64;
-    for e in crate::EXPERIMENTS
-        .iter()
-        .filter(|e| !matches!(e.name, "xpass-zero-loss" | "xpass-fattree"))
-    {
+    for e in crate::EXPERIMENTS.iter().filter(|e| {
+        e.name.starts_with("xpass-") && !matches!(e.name, "xpass-zero-loss" | "xpass-fattree")
+    }) {
         let sub = Ctx::new(ctx.quick, ctx.out.join(e.name), ctx.jobs)?;
         let r = (e.run)(&sub)?;
         sub.write_json("result.json", &r)?;
