@@ -6,6 +6,7 @@
 
 mod bench;
 mod list;
+mod sweep;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,9 @@ enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run a scenario over the cross product of --vary values and seeds, in parallel,
+    /// resumably; writes one folder per run and index.csv (docs/sweep.md).
+    Sweep(sweep::Args),
     /// Validate a scenario without running it.
     Check {
         /// Scenario file (TOML).
@@ -131,6 +135,7 @@ fn main() -> ExitCode {
             sets,
             quiet,
         } => run(&file, out, seed, sets, quiet),
+        Cmd::Sweep(args) => sweep::run(args),
         Cmd::Check { file, sets } => match load(&file, &sets) {
             Ok(s) => {
                 let links = s.graph.links.len();
