@@ -24,7 +24,7 @@ pub const HEADLINE: &[(&str, &str)] = &[
 ];
 
 /// Columns of the table printed at the end of a sweep (besides parameters, seed and
-/// status), when present in the index.
+/// status), when present in the index and not empty in every row.
 const SHOWN: &[&str] = &[
     "flows_completed",
     "fct_mean_us",
@@ -32,6 +32,8 @@ const SHOWN: &[&str] = &[
     "slowdown_mean",
     "slowdown_p99",
     "data_drops",
+    "max_queue_bytes",
+    "jain_fairness",
 ];
 
 /// An index column taken from summary.json.
@@ -129,9 +131,19 @@ impl Index {
             .map(String::as_str)
             .collect();
         cols.push("status");
-        cols.extend(SHOWN.iter().filter(|c| self.header.iter().any(|h| h == *c)));
+        let filled = |c: &str| {
+            self.rows
+                .iter()
+                .any(|r| r.get(c).is_some_and(|v| !v.is_null()))
+        };
+        cols.extend(SHOWN.iter().filter(|c| filled(c)));
         cols.extend(extra.iter().map(|c| c.name.as_str()));
         let text = |r: &Map<String, Value>, c: &str| -> String {
+            // Distributions over no completed flows are all zero; show them as absent.
+            let none_done = r.get("flows_completed").and_then(Value::as_u64) == Some(0);
+            if none_done && (c.starts_with("fct_") || c.starts_with("slowdown_")) {
+                return "-".into();
+            }
             match r.get(c) {
                 Some(Value::Number(n)) if n.is_f64() => {
                     let x = n.as_f64().unwrap_or(0.0);
@@ -270,6 +282,7 @@ mod tests {
         );
         let t = ix.table(1, &[]);
         assert!(t.starts_with("load  seed  status  fct_mean_us\n"), "{t}");
+        assert!(!t.contains("jain"), "an empty column is not shown: {t}");
         assert!(t.contains("12.250") && t.contains("… 1 more rows"), "{t}");
         assert_eq!(ix.failed(), 0);
     }
