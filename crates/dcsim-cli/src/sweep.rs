@@ -35,6 +35,10 @@ pub(crate) struct Args {
     /// Extra index column from each run's summary.json: --column p999=/fct_us/p999
     #[arg(long = "column", value_name = "NAME=/json/pointer")]
     columns: Vec<String>,
+    /// Plot headline results against this varied path (numeric values; repeatable):
+    /// plots/sweep_<path>.png and .svg.
+    #[arg(long, value_name = "PATH")]
+    plot: Vec<String>,
     /// Print nothing but errors.
     #[arg(long, short)]
     quiet: bool,
@@ -65,6 +69,17 @@ pub(crate) fn run(a: Args) -> ExitCode {
         Ok(p) => p,
         Err(e) => return exit(&e),
     };
+    if let Some(x) = a
+        .plot
+        .iter()
+        .find(|x| !plan.axes.iter().any(|ax| &ax.path == *x))
+    {
+        let varied: Vec<&str> = plan.axes.iter().map(|ax| ax.path.as_str()).collect();
+        return exit(&SweepError::Config(format!(
+            "--plot {x}: not a varied path (varied: {})",
+            varied.join(", ")
+        )));
+    }
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -138,6 +153,19 @@ pub(crate) fn run(a: Args) -> ExitCode {
             index.table(TABLE_ROWS, &plan.columns[dcsim_sweep::HEADLINE.len()..])
         );
         eprintln!("index: {}", plan.out.join("index.csv").display());
+    }
+    for x in &a.plot {
+        match dcsim_sweep::plot_against(&index, x, &plan.out) {
+            Ok(p) if !a.quiet => eprintln!(
+                "plot: {}",
+                plan.out
+                    .join("plots")
+                    .join(format!("{}.png", p.file))
+                    .display()
+            ),
+            Ok(_) => {}
+            Err(e) => return exit(&e),
+        }
     }
     let failed = index.failed();
     if failed > 0 {

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 pub mod analysis;
 pub mod oracle;
+pub mod plot;
 
 /// One row of `flows.csv`.
 #[derive(Clone, Debug, Serialize)]

@@ -3,16 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 use dcsim::metrics::atomic_write;
 use dcsim::{Results, ScenarioSpec, World};
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::Value;
 
-/// The plotting script, embedded so `dcsim repro` works from any directory.
-const PLOT_PY: &str = include_str!("../../../validation/plot.py");
+pub use dcsim::metrics::plot::{Panel, Plot, Series};
+use serde_json::Value;
 
 /// Where an experiment writes, and how hard it works.
 pub struct Ctx {
@@ -43,100 +41,6 @@ impl RunSpec {
             toml,
             extra_flows: Vec::new(),
         }
-    }
-}
-
-/// A plotted series.
-#[derive(Clone, Debug, Serialize)]
-pub struct Series {
-    /// Legend label.
-    pub label: String,
-    /// X values.
-    pub x: Vec<f64>,
-    /// Y values.
-    pub y: Vec<f64>,
-}
-
-/// One figure (one or more panels side by side), rendered to `<file>.png` and `.svg`.
-#[derive(Clone, Debug, Serialize)]
-pub struct Plot {
-    /// File name without extension.
-    pub file: String,
-    /// Panels.
-    pub panels: Vec<Panel>,
-}
-
-/// One panel of a figure.
-#[derive(Clone, Debug, Serialize)]
-pub struct Panel {
-    /// Title.
-    pub title: String,
-    /// X axis label (with unit).
-    pub xlabel: String,
-    /// Y axis label (with unit).
-    pub ylabel: String,
-    /// `line`, `step`, `points` or `bar`.
-    pub kind: String,
-    /// Log-scale x axis.
-    pub logx: bool,
-    /// Log-scale y axis.
-    pub logy: bool,
-    /// Base of a logarithmic x axis (2 or 10).
-    pub log_base: u32,
-    /// For `bar` panels: the category names; series' x values index them, and several
-    /// series are drawn as grouped bars.
-    pub categories: Vec<String>,
-    /// Series.
-    pub series: Vec<Series>,
-}
-
-impl Panel {
-    /// A line panel.
-    pub fn line(title: impl Into<String>, xlabel: &str, ylabel: &str, series: Vec<Series>) -> Self {
-        Self {
-            title: title.into(),
-            xlabel: xlabel.into(),
-            ylabel: ylabel.into(),
-            kind: "line".into(),
-            logx: false,
-            logy: false,
-            log_base: 2,
-            categories: Vec::new(),
-            series,
-        }
-    }
-    /// A grouped-bar panel: one group per category, one bar per series in each.
-    pub fn bars(
-        title: impl Into<String>,
-        categories: Vec<String>,
-        ylabel: &str,
-        series: Vec<Series>,
-    ) -> Self {
-        let mut p = Self::line(title, "", ylabel, series);
-        p.kind = "bar".into();
-        p.categories = categories;
-        p
-    }
-    /// The same panel drawn with markers.
-    pub fn points(mut self) -> Self {
-        self.kind = "points".into();
-        self
-    }
-    /// The same panel with a logarithmic x axis.
-    pub fn logx(mut self) -> Self {
-        self.logx = true;
-        self
-    }
-    /// The same panel with a base-10 logarithmic x axis.
-    pub fn logx10(mut self) -> Self {
-        self.logx = true;
-        self.log_base = 10;
-        self
-    }
-    /// The same panel with a logarithmic y axis.
-    pub fn logy(mut self) -> Self {
-        self.logy = true;
-        self
     }
 }
 
@@ -214,39 +118,14 @@ impl Ctx {
 
     /// Saves a plot specification; [`Ctx::render_plots`] draws them all.
     pub fn plot(&self, p: &Plot) -> Result<(), String> {
-        self.write_json(&format!("plots/{}.json", p.file), p)
+        dcsim::metrics::plot::write_spec(&self.out.join("plots"), p).map_err(|e| e.to_string())
     }
 
     /// Runs the plotting script on every plot specification. Without Python and
     /// matplotlib the data and result.json are still complete; a note says how to get the
     /// pictures.
     pub fn render_plots(&self) -> Result<(), String> {
-        let script = self.out.join("plots").join("plot.py");
-        atomic_write(&script, PLOT_PY.as_bytes()).map_err(|e| e.to_string())?;
-        let python = std::env::var("DCSIM_PYTHON").unwrap_or_else(|_| "python3".into());
-        match Command::new(&python)
-            .arg(&script)
-            .arg(self.out.join("plots"))
-            .output()
-        {
-            Ok(o) if o.status.success() => Ok(()),
-            Ok(o) => {
-                eprintln!(
-                    "note: plots were not drawn ({}); the data is complete. Install matplotlib (pip install matplotlib) and run: {python} {} {}",
-                    String::from_utf8_lossy(&o.stderr)
-                        .lines()
-                        .last()
-                        .unwrap_or("error"),
-                    script.display(),
-                    self.out.join("plots").display()
-                );
-                Ok(())
-            }
-            Err(e) => {
-                eprintln!("note: plots were not drawn ({python}: {e}); the data is complete.");
-                Ok(())
-            }
-        }
+        dcsim::metrics::plot::render(&self.out.join("plots"))
     }
 }
 

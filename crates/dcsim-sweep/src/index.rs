@@ -14,6 +14,23 @@ pub const HEADLINE: &[(&str, &str)] = &[
     ("fct_p99_us", "/fct_us/p99"),
     ("slowdown_mean", "/slowdown/mean"),
     ("slowdown_p99", "/slowdown/p99"),
+    ("fct_mean_us_0-10KB", "/fct_buckets/0-10KB/fct_us_mean"),
+    ("fct_p99_us_0-10KB", "/fct_buckets/0-10KB/fct_us_p99"),
+    (
+        "fct_mean_us_10KB-100KB",
+        "/fct_buckets/10KB-100KB/fct_us_mean",
+    ),
+    (
+        "fct_p99_us_10KB-100KB",
+        "/fct_buckets/10KB-100KB/fct_us_p99",
+    ),
+    (
+        "fct_mean_us_100KB-1MB",
+        "/fct_buckets/100KB-1MB/fct_us_mean",
+    ),
+    ("fct_p99_us_100KB-1MB", "/fct_buckets/100KB-1MB/fct_us_p99"),
+    ("fct_mean_us_1MB+", "/fct_buckets/1MB+/fct_us_mean"),
+    ("fct_p99_us_1MB+", "/fct_buckets/1MB+/fct_us_p99"),
     ("data_drops", "/data_drops"),
     ("packets_dropped", "/packets_dropped"),
     ("max_queue_bytes", "/max_queue_bytes"),

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod index;
+mod plots;
 mod point;
 
 use std::fmt;
@@ -22,6 +23,7 @@ use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 
 pub use index::{Column, HEADLINE, Index, cell};
+pub use plots::plot_against;
 pub use point::{Axis, SEED_PATH, cross, folder_name, labels, parse_axes, sanitize};
 
 /// Why a sweep cannot start or finish.

@@ -277,3 +277,35 @@ fn sweep_failed_run_does_not_stop_the_others() {
         "{err}"
     );
 }
+
+/// `--plot PATH` writes a plot specification of the headline columns against the varied
+/// values (one series per value of the other varied path), and a path that is not varied
+/// is refused before anything runs.
+#[test]
+fn sweep_plot_draws_results_against_a_varied_path() {
+    let (_d, file, out) = setup("sweep-plot");
+    let (o, err) = sweep(
+        &file,
+        &out,
+        &["--plot", "generators[0].pattern.load", "--quiet"],
+    );
+    assert!(o.status.success(), "{err}");
+    let spec = Path::new(&out).join("plots/sweep_generators-0-.pattern.load.json");
+    let plot: Value = serde_json::from_slice(&std::fs::read(&spec).unwrap()).unwrap();
+    let panel = &plot["panels"][0];
+    assert_eq!(panel["title"], "mean slowdown");
+    let series = panel["series"].as_array().unwrap();
+    let labels: Vec<&str> = series
+        .iter()
+        .map(|s| s["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["cc=dctcp", "cc=reno"]);
+    assert_eq!(series[0]["x"], serde_json::json!([0.3, 0.6]));
+
+    let (o, err) = sweep(&file, &out, &["--plot", "transport.mss"]);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--plot transport.mss: not a varied path"),
+        "{err}"
+    );
+}
