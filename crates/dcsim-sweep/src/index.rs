@@ -242,14 +242,13 @@ mod tests {
 
     #[test]
     fn headline_pointers_exist_in_a_summary() {
-        // The keys results.rs writes; a renamed key would silently empty a column.
-        let summary = json!({
-            "flows_total": 2, "flows_completed": 2,
-            "fct_us": {"mean": 1.0, "p50": 1.0, "p99": 1.0},
-            "slowdown": {"mean": 1.0, "p99": 1.0},
-            "data_drops": 0, "packets_dropped": 0, "max_queue_bytes": 0,
-            "jain_fairness": null, "events": 1, "wall_seconds": 0.1, "digest": "00",
-        });
+        // A real run's summary: a renamed key in results.rs would silently empty a column.
+        let text = "[topology]\nkind = \"dumbbell\"\npairs = 1\n[transport]\nkind = \"tcp\"\n\
+                    [[flows]]\nsrc = 0\ndst = 1\nsize = \"5KB\"\n";
+        let spec = dcsim::ScenarioSpec::parse(text, "t", &[]).unwrap();
+        let mut world = dcsim::World::new(spec.build("t").unwrap()).unwrap();
+        world.run(&mut |_| {});
+        let summary = dcsim::Results::collect(&mut world).summary;
         for (name, ptr) in HEADLINE {
             assert!(summary.pointer(ptr).is_some(), "{name}: {ptr}");
         }
