@@ -79,6 +79,10 @@ enum Cmd {
         /// Independent runs executed in parallel (default: the number of cores).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Run every run again instead of reusing complete runs of the same scenario
+        /// found in the output folder.
+        #[arg(long)]
+        fresh: bool,
     },
     /// Stress-benchmark the Fastpass-style arbiter: the highest load each allocator
     /// architecture sustains in real time (docs/arbiter.md).
@@ -167,7 +171,8 @@ fn main() -> ExitCode {
             quick,
             out,
             jobs,
-        } => repro(&name, quick, out, jobs),
+            fresh,
+        } => repro(&name, quick, out, jobs, fresh),
         Cmd::ArbiterBench {
             nodes,
             arch,
@@ -231,7 +236,13 @@ fn arbiter_bench(cfg: &dcsim_arbiter::bench::BenchConfig, json: Option<PathBuf>)
     ExitCode::SUCCESS
 }
 
-fn repro(name: &str, quick: bool, out: Option<PathBuf>, jobs: Option<usize>) -> ExitCode {
+fn repro(
+    name: &str,
+    quick: bool,
+    out: Option<PathBuf>,
+    jobs: Option<usize>,
+    fresh: bool,
+) -> ExitCode {
     if !dcsim_repro::EXPERIMENTS.iter().any(|e| e.name == name) {
         let names: Vec<&str> = dcsim_repro::EXPERIMENTS.iter().map(|e| e.name).collect();
         eprintln!(
@@ -249,7 +260,7 @@ fn repro(name: &str, quick: bool, out: Option<PathBuf>, jobs: Option<usize>) -> 
     });
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let wall = std::time::Instant::now();
-    match dcsim_repro::run(name, quick, out.clone(), jobs) {
+    match dcsim_repro::run(name, quick, out.clone(), jobs, fresh) {
         Ok(result) => {
             let mut shown = result.clone();
             if let Some(m) = shown.as_object_mut() {

@@ -6,7 +6,7 @@
 //! interval `(lo, hi]` of payload bytes with decimal units (1 KB = 1000 B), so a flow of
 //! exactly 10,000 B is in `0-10KB` and one of 10,001 B in `10KB-100KB`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Distribution, PortRow};
 
@@ -147,6 +147,65 @@ impl BucketStats {
     }
 }
 
+/// A row of `buckets.csv` as read back: the same fields with owned names.
+#[derive(Clone, Debug, Deserialize)]
+struct BucketRowOwned {
+    set: String,
+    bucket: String,
+    lo_bytes: u64,
+    hi_bytes: Option<u64>,
+    flows: u64,
+    completed: u64,
+    fct_us_mean: f64,
+    fct_us_p50: f64,
+    fct_us_p99: f64,
+    fct_us_p999: f64,
+    fct_us_max: f64,
+    slowdown_mean: f64,
+    slowdown_p50: f64,
+    slowdown_p99: f64,
+    slowdown_p999: f64,
+}
+
+/// Reads `buckets.csv` back (as written by a run): every row must name a known bucket.
+///
+/// # Errors
+/// A malformed file or an unknown bucket name.
+pub fn read_bucket_csv(bytes: &[u8]) -> Result<Vec<BucketStats>, String> {
+    let name_of = |set: &str, bucket: &str| -> Option<(&'static str, &'static str)> {
+        if set == "all" && bucket == "all" {
+            return Some(("all", "all"));
+        }
+        let s = BUCKET_SETS.iter().find(|s| s.name == set)?;
+        let b = s.buckets.iter().find(|b| b.name == bucket)?;
+        Some((s.name, b.name))
+    };
+    let mut out = Vec::new();
+    for r in csv::Reader::from_reader(bytes).deserialize::<BucketRowOwned>() {
+        let r = r.map_err(|e| e.to_string())?;
+        let (set, bucket) = name_of(&r.set, &r.bucket)
+            .ok_or_else(|| format!("unknown bucket {}/{}", r.set, r.bucket))?;
+        out.push(BucketStats {
+            set,
+            bucket,
+            lo_bytes: r.lo_bytes,
+            hi_bytes: r.hi_bytes,
+            flows: r.flows,
+            completed: r.completed,
+            fct_us_mean: r.fct_us_mean,
+            fct_us_p50: r.fct_us_p50,
+            fct_us_p99: r.fct_us_p99,
+            fct_us_p999: r.fct_us_p999,
+            fct_us_max: r.fct_us_max,
+            slowdown_mean: r.slowdown_mean,
+            slowdown_p50: r.slowdown_p50,
+            slowdown_p99: r.slowdown_p99,
+            slowdown_p999: r.slowdown_p999,
+        });
+    }
+    Ok(out)
+}
+
 /// Statistics for every bucket of [`BUCKET_SETS`], preceded by one row (`all`) over every
 /// flow. Empty buckets are kept (with zero counts) so that files of different runs line up.
 pub fn bucket_stats(flows: &[FlowSample]) -> Vec<BucketStats> {
@@ -161,7 +220,7 @@ pub fn bucket_stats(flows: &[FlowSample]) -> Vec<BucketStats> {
 
 /// Port statistics aggregated over one link tier, such as every ToR-to-aggregation port (a
 /// row of `tiers.csv`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TierStats {
     /// `<tier>-><peer tier>`, e.g. `tor->agg`, `host->tor`.
     pub tier: String,

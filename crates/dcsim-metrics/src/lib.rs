@@ -10,14 +10,16 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 pub mod analysis;
 pub mod oracle;
 pub mod plot;
 
 /// One row of `flows.csv`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowRow {
     /// Flow number (order of definition in the scenario).
     pub flow_id: u32,
@@ -58,7 +60,7 @@ pub struct FlowRow {
 }
 
 /// One row of `ports.csv` (counters over the measurement window).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PortRow {
     /// Port number.
     pub port: u32,
@@ -103,12 +105,12 @@ pub struct PortRow {
 }
 
 /// One row of `timeseries.csv` (long format).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SampleRow {
     /// Sample time, ns.
     pub time_ns: u64,
     /// What was sampled (`throughput_gbps`, `cwnd_bytes`, `alpha`, `queue_bytes`).
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// Flow number or port label (`node->peer`).
     pub id: String,
     /// The value.

@@ -20,6 +20,9 @@ pub struct Ctx {
     pub out: PathBuf,
     /// Worker threads for independent runs.
     pub jobs: usize,
+    /// Run every run again, even when its folder holds complete results of the same
+    /// scenario.
+    pub fresh: bool,
     pool: rayon::ThreadPool,
 }
 
@@ -57,6 +60,7 @@ impl Ctx {
             quick,
             out,
             jobs,
+            fresh: false,
             pool,
         })
     }
@@ -68,13 +72,29 @@ impl Ctx {
 
     /// Runs scenarios in parallel (each in its own world), writes each run's scenario and
     /// results under `runs/<name>/`, and returns the results in input order.
+    ///
+    /// A run whose folder already holds complete results (summary.json) of the same
+    /// scenario text is loaded instead of run again, unless [`Ctx::fresh`]: an interrupted
+    /// full-form experiment resumes where it stopped. Runs with flows added in code
+    /// (`extra_flows`) are always run, as their scenario file does not describe them.
     pub fn run_many(&self, specs: Vec<RunSpec>) -> Result<Vec<Results>, String> {
         let out = &self.out;
+        let fresh = self.fresh;
         self.pool.install(|| {
             specs
                 .into_par_iter()
                 .map(|s| {
                     let dir = out.join("runs").join(&s.name);
+                    let same = std::fs::read_to_string(dir.join("scenario.toml"))
+                        .is_ok_and(|t| t == s.toml);
+                    if !fresh
+                        && same
+                        && s.extra_flows.is_empty()
+                        && dir.join("summary.json").is_file()
+                    {
+                        eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
+                        return Results::load(&dir).map_err(|e| e.to_string());
+                    }
                     let spec =
                         ScenarioSpec::parse(&s.toml, &s.name, &[]).map_err(|e| e.to_string())?;
                     let mut scenario = spec.build(&s.name).map_err(|e| e.to_string())?;

@@ -87,12 +87,21 @@ pub const EXPERIMENTS: &[Experiment] = &[
 ];
 
 /// Runs experiment `name` and writes its outputs into `out`.
-pub fn run(name: &str, quick: bool, out: PathBuf, jobs: usize) -> Result<Value, String> {
+///
+/// Runs already complete in `out` (same scenario) are reused unless `fresh`.
+pub fn run(
+    name: &str,
+    quick: bool,
+    out: PathBuf,
+    jobs: usize,
+    fresh: bool,
+) -> Result<Value, String> {
     let e = EXPERIMENTS
         .iter()
         .find(|e| e.name == name)
         .ok_or_else(|| format!("no experiment named {name:?}; `dcsim list` shows them"))?;
-    let ctx = Ctx::new(quick, out, jobs)?;
+    let mut ctx = Ctx::new(quick, out, jobs)?;
+    ctx.fresh = fresh;
     let mut result = (e.run)(&ctx)?;
     if let Value::Object(m) = &mut result {
         m.insert("experiment".into(), Value::from(name));

@@ -763,7 +763,8 @@ pub fn zero_loss(ctx: &Ctx) -> Result<Value, String> {
     for e in crate::EXPERIMENTS.iter().filter(|e| {
         e.name.starts_with("xpass-") && !matches!(e.name, "xpass-zero-loss" | "xpass-fattree")
     }) {
-        let sub = Ctx::new(ctx.quick, ctx.out.join(e.name), ctx.jobs)?;
+        let mut sub = Ctx::new(ctx.quick, ctx.out.join(e.name), ctx.jobs)?;
+        sub.fresh = ctx.fresh;
         let r = (e.run)(&sub)?;
         sub.write_json("result.json", &r)?;
         sub.render_plots()?;

@@ -331,6 +331,53 @@ impl Results {
         atomic_write(&dir.join("summary.json"), &js)
     }
 
+    /// Reads the results a run wrote into `dir` (see [`Results::write`]): the rows, the
+    /// summary and the bytes of each file, exactly as written. Used to reuse complete runs
+    /// of an experiment instead of running them again.
+    ///
+    /// # Errors
+    /// A missing or malformed file (summary.json missing means the run is incomplete).
+    pub fn load(dir: &Path) -> io::Result<Self> {
+        let read = |name: &str| std::fs::read(dir.join(name));
+        let bad = |name: &str, e: &dyn std::fmt::Display| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", dir.join(name).display()),
+            )
+        };
+        let summary: Value =
+            serde_json::from_slice(&read("summary.json")?).map_err(|e| bad("summary.json", &e))?;
+        fn rows<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Vec<T>, csv::Error> {
+            csv::Reader::from_reader(bytes).deserialize().collect()
+        }
+        let flows_csv = read("flows.csv")?;
+        let ports_csv = read("ports.csv")?;
+        let buckets_csv = read("buckets.csv")?;
+        let tiers_csv = read("tiers.csv")?;
+        let samples_csv = match read("timeseries.csv") {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Self {
+            flows: rows(&flows_csv).map_err(|e| bad("flows.csv", &e))?,
+            ports: rows(&ports_csv).map_err(|e| bad("ports.csv", &e))?,
+            samples: match &samples_csv {
+                Some(b) => Some(rows(b).map_err(|e| bad("timeseries.csv", &e))?),
+                None => None,
+            },
+            buckets: dcsim_metrics::analysis::read_bucket_csv(&buckets_csv)
+                .map_err(|e| bad("buckets.csv", &e))?,
+            tiers: rows(&tiers_csv).map_err(|e| bad("tiers.csv", &e))?,
+            summary,
+            flows_csv,
+            ports_csv,
+            samples_csv,
+            buckets_csv,
+            tiers_csv,
+        })
+    }
+
     /// The digest of the CSV outputs (equal digests mean byte-identical CSV files).
     pub fn digest(&self) -> &str {
         self.summary["digest"].as_str().unwrap_or("")

@@ -1,5 +1,6 @@
 //! The world: every component of one simulation, owned in one place, and the event loop.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use dcsim_engine::{Dur, RngTree, SchedStats, Scheduler, Time};
@@ -365,7 +366,7 @@ impl World {
             let id = f.0.to_string();
             s.rows.push(SampleRow {
                 time_ns: t,
-                kind: "throughput_gbps",
+                kind: Cow::Borrowed("throughput_gbps"),
                 id: id.clone(),
                 value: (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9,
             });
@@ -374,7 +375,7 @@ impl World {
                 for (kind, value) in self.flows.sample(f) {
                     s.rows.push(SampleRow {
                         time_ns: t,
-                        kind,
+                        kind: Cow::Borrowed(kind),
                         id: id.clone(),
                         value,
                     });
@@ -385,7 +386,7 @@ impl World {
             let q = self.net.port(*p).backlog_bytes();
             s.rows.push(SampleRow {
                 time_ns: t,
-                kind: "queue_bytes",
+                kind: Cow::Borrowed("queue_bytes"),
                 id: label.clone(),
                 value: q as f64,
             });
