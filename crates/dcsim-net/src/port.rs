@@ -9,6 +9,16 @@
 //! and at most one pending `LinkArrive` (the head of the link FIFO) per port. A packet
 //! that finds the port idle starts serializing at once, and its arrival at the far end is
 //! known then, so an uncongested hop costs one event and a congested one two.
+//!
+//! **FIFO ports** ([`QueueDisc::is_fifo`]: drop-tail, ECN threshold) need no `PortReady`
+//! at all: a packet accepted behind others starts when the transmitter has sent everything
+//! before it, which is known on arrival, so the port computes its departure and its
+//! arrival at the far end at once and appends it to the link FIFO. The port remembers when
+//! each waiting packet starts and brings its counters (backlog, bytes sent, the time
+//! integral) up to date lazily, at the next arrival, departure or reading, exactly as if
+//! a `PortReady` had run at each start. Every hop then costs one event, congested or not.
+//! Where a packet arrives at the very picosecond a waiting one starts, the start counts
+//! first (with events, the order of scheduling decided).
 
 use std::collections::VecDeque;
 
@@ -89,7 +99,13 @@ pub struct Port {
     /// Time of the pending `PortReady` event, or `Time::MAX`.
     pending_at: Time,
     /// Packets on the wire, with their arrival times at the far end (non-decreasing).
+    /// On a FIFO port, also the packets still waiting in the queue.
     pipe: VecDeque<(Time, PacketId)>,
+    /// Whether the discipline is a FIFO (see the module documentation).
+    fifo: bool,
+    /// On a FIFO port: when each packet still in the queue starts its transmission, with
+    /// its wire size and class, oldest first.
+    starts: VecDeque<(Time, u32, Class)>,
     backlog_bytes: u64,
     backlog_pkts: u64,
     class_backlog: [u64; Class::COUNT],
@@ -120,6 +136,7 @@ impl Port {
         peer_node: NodeId,
         to_host: Option<HostId>,
     ) -> Self {
+        let fifo = qdisc.is_fifo();
         Self {
             qdisc,
             rate,
@@ -132,6 +149,8 @@ impl Port {
             busy_until: Time::ZERO,
             pending_at: Time::MAX,
             pipe: VecDeque::new(),
+            fifo,
+            starts: VecDeque::new(),
             backlog_bytes: 0,
             backlog_pkts: 0,
             class_backlog: [0; Class::COUNT],
@@ -169,13 +188,23 @@ impl Port {
     pub fn qdisc(&self) -> &Qdisc {
         &self.qdisc
     }
-    /// Current backlog in wire bytes (excluding the packet being serialized).
+    /// Backlog in wire bytes (excluding the packet being serialized) as of the port's last
+    /// event; [`Port::settle`] brings a FIFO port's up to a given time.
     pub fn backlog_bytes(&self) -> u64 {
         self.backlog_bytes
     }
-    /// Packets on the wire.
-    pub fn in_flight(&self) -> usize {
-        self.pipe.len()
+    /// Packets in the port: queued or on the wire.
+    pub fn packets_inside(&self) -> u64 {
+        let queued = if self.fifo {
+            0 // already in `pipe`
+        } else {
+            u64::from(self.qdisc.backlog_pkts())
+        };
+        queued + self.pipe.len() as u64
+    }
+    /// Whether the port runs as a FIFO without dequeue events (see the module documentation).
+    pub fn is_fifo(&self) -> bool {
+        self.fifo
     }
 
     /// Brings the backlog integral up to `now`.
@@ -188,22 +217,75 @@ impl Port {
 
     /// Starts a measurement window at `now`: returns the counters so far (the caller keeps
     /// them as the base) and restarts the maxima from the current backlog.
-    pub fn begin_window(&mut self, now: Time) -> PortStats {
-        self.account(now);
+    pub fn begin_window(&mut self, now: Time, pool: &mut PacketPool) -> PortStats {
+        self.settle(now, pool);
         self.stats.max_backlog_bytes = self.backlog_bytes;
         self.stats.max_backlog_pkts = self.backlog_pkts;
         self.stats.max_class_backlog_bytes = self.class_backlog;
         self.stats
     }
 
-    /// Brings the counters up to `now` (call before reading the backlog integral).
-    pub fn settle(&mut self, now: Time) {
+    /// Brings the counters and the backlog up to `now` (call before reading them).
+    pub fn settle(&mut self, now: Time, pool: &mut PacketPool) {
+        self.start_due(now, pool);
         self.account(now);
+    }
+
+    /// On a FIFO port: takes every packet whose transmission has started by `now` out of
+    /// the discipline and the backlog, at its start time (what a `PortReady` would have
+    /// done then).
+    #[inline]
+    fn start_due(&mut self, now: Time, pool: &mut PacketPool) {
+        while let Some(&(start, size, class)) = self.starts.front() {
+            if start > now {
+                break;
+            }
+            self.starts.pop_front();
+            let mut cx = QdiscCx {
+                now: start,
+                line_rate: self.rate,
+                pool,
+                marks: &mut self.stats.ecn_marks,
+            };
+            let taken = self.qdisc.dequeue(&mut cx);
+            debug_assert!(taken.is_some(), "FIFO discipline lost a packet");
+            self.account(start);
+            self.backlog_bytes -= u64::from(size);
+            self.class_backlog[class as usize] -= u64::from(size);
+            self.backlog_pkts -= 1;
+            self.stats.tx_pkts += 1;
+            self.stats.tx_bytes[class as usize] += u64::from(size);
+        }
+    }
+
+    /// On a FIFO port: the start time of the queued packet after which the backlog, as far
+    /// as the packets queued now go, is at most `bytes` (`None` if it already is).
+    pub(crate) fn drains_to(&self, bytes: u64) -> Option<Time> {
+        let mut left = self.backlog_bytes;
+        for &(start, size, _) in &self.starts {
+            if left <= bytes {
+                return None;
+            }
+            left -= u64::from(size);
+            if left <= bytes {
+                return Some(start);
+            }
+        }
+        None
+    }
+
+    /// Asks for a `PortReady` at `at` (a FIFO port uses it only to wake a waiting host);
+    /// returns `Some(at)` if it must be scheduled.
+    pub(crate) fn wake_at(&mut self, at: Time) -> Option<Time> {
+        self.want_event(at)
     }
 
     /// Offers `pkt`. Returns what to schedule (if the transmitter must be woken).
     #[inline]
     pub(crate) fn enqueue(&mut self, pkt: PacketId, now: Time, pool: &mut PacketPool) -> PortSched {
+        if self.fifo {
+            self.start_due(now, pool);
+        }
         let mut cx = QdiscCx {
             now,
             line_rate: self.rate,
@@ -213,7 +295,8 @@ impl Port {
         match self.qdisc.enqueue(pkt, &mut cx) {
             Verdict::Accept => {
                 let p = pool.get(pkt);
-                let (size, class) = (u64::from(p.wire_bytes), p.class as usize);
+                let (wire, pclass) = (p.wire_bytes, p.class);
+                let (size, class) = (u64::from(wire), pclass as usize);
                 self.account(now);
                 self.backlog_bytes += size;
                 self.class_backlog[class] += size;
@@ -221,6 +304,8 @@ impl Port {
                 self.stats.enqueued_pkts += 1;
                 let s = if now >= self.busy_until {
                     self.try_transmit(now, pool)
+                } else if self.fifo {
+                    self.queue_fifo(pkt, wire, pclass)
                 } else {
                     PortSched {
                         ready_at: self.want_event(self.busy_until),
@@ -260,6 +345,14 @@ impl Port {
             }; // superseded
         }
         self.pending_at = Time::MAX;
+        if self.fifo {
+            // Only a wake-up for a waiting host: transmissions need no event.
+            self.start_due(now, pool);
+            return PortSched {
+                ready_at: None,
+                arrive_at: None,
+            };
+        }
         if now < self.busy_until {
             return PortSched {
                 ready_at: self.want_event(self.busy_until),
@@ -279,6 +372,35 @@ impl Port {
         } else {
             None
         }
+    }
+
+    /// On a FIFO port whose transmitter is busy: `pkt` (just accepted) starts when
+    /// everything before it has been sent; its departure and arrival are known now.
+    #[inline]
+    fn queue_fifo(&mut self, pkt: PacketId, size: u32, class: Class) -> PortSched {
+        let start = self.busy_until;
+        let done = start + self.tx_dur(size);
+        self.busy_until = done;
+        let arrive = done + self.delay;
+        let arrive_at = self.pipe.is_empty().then_some(arrive);
+        self.pipe.push_back((arrive, pkt));
+        self.starts.push_back((start, size, class));
+        PortSched {
+            ready_at: None,
+            arrive_at,
+        }
+    }
+
+    /// Serialization time of `size` wire bytes.
+    #[inline]
+    fn tx_dur(&self, size: u32) -> Dur {
+        let tx = if self.ps_per_byte > 0 {
+            Dur::from_ps(u64::from(size) * self.ps_per_byte)
+        } else {
+            self.rate.tx_time(u64::from(size))
+        };
+        debug_assert_eq!(tx, self.rate.tx_time(u64::from(size)));
+        tx
     }
 
     /// The transmitter is free at `now`: start the next eligible packet, if any.
@@ -312,13 +434,7 @@ impl Port {
         self.backlog_pkts -= 1;
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes[class] += u64::from(size);
-        let tx = if self.ps_per_byte > 0 {
-            Dur::from_ps(u64::from(size) * self.ps_per_byte)
-        } else {
-            self.rate.tx_time(u64::from(size))
-        };
-        debug_assert_eq!(tx, self.rate.tx_time(u64::from(size)));
-        let done = now + tx;
+        let done = now + self.tx_dur(size);
         self.busy_until = done;
         let arrive = done + self.delay;
         let arrive_at = self.pipe.is_empty().then_some(arrive);
@@ -337,7 +453,16 @@ impl Port {
     /// Handles a `LinkArrive` event: removes the head packet of the link. Returns it and
     /// the arrival time of the next packet, if any (to be scheduled).
     #[inline]
-    pub(crate) fn on_arrive(&mut self, now: Time) -> (PacketId, Option<Time>) {
+    pub(crate) fn on_arrive(
+        &mut self,
+        now: Time,
+        pool: &mut PacketPool,
+    ) -> (PacketId, Option<Time>) {
+        if self.fifo {
+            // The packet left the queue before it arrives: take it out of the discipline
+            // before its receiver may free it.
+            self.start_due(now, pool);
+        }
         let (t, pkt) = self
             .pipe
             .pop_front()

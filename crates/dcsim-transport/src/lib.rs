@@ -57,7 +57,12 @@ impl<S: Schedule<NetEvent>> FlowCx<'_, S> {
     /// flow when it has.
     #[inline]
     pub fn nic_room(&mut self, host: HostId, wire_bytes: u32) -> bool {
-        self.net.nic_room(host, wire_bytes)
+        let mut ncx = NetCx {
+            now: self.now,
+            pool: self.pool,
+            sched: self.sched,
+        };
+        self.net.nic_room(host, wire_bytes, &mut ncx)
     }
 }
 

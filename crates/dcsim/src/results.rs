@@ -191,7 +191,7 @@ impl Results {
         let mut max_switch_queue = 0u64;
         for i in 0..net.ports().len() {
             let pid = PortId::new(i);
-            net.port_mut(pid).settle(end);
+            net.port_mut(pid).settle(end, &mut world.pool);
             let port = net.port(pid);
             let all = *port.stats();
             drops_total += all.drops_total();

@@ -342,7 +342,10 @@ impl World {
     fn begin_window(&mut self, now: Time) {
         self.window.start = now;
         for (i, base) in self.window.port_base.iter_mut().enumerate() {
-            *base = self.net.port_mut(PortId::new(i)).begin_window(now);
+            *base = self
+                .net
+                .port_mut(PortId::new(i))
+                .begin_window(now, &mut self.pool);
         }
         self.window.flow_base = (0..self.flows.len())
             .map(|i| self.flows.delivered_bytes(FlowId::new(i)))
@@ -383,7 +386,7 @@ impl World {
             }
         }
         for (p, label) in &s.ports {
-            let q = self.net.port(*p).backlog_bytes();
+            let q = self.net.backlog_bytes_at(*p, now, &mut self.pool);
             s.rows.push(SampleRow {
                 time_ns: t,
                 kind: Cow::Borrowed("queue_bytes"),

@@ -43,6 +43,9 @@ impl QueueDisc for DropTail {
     fn backlog_pkts(&self) -> u32 {
         self.fifo.len()
     }
+    fn is_fifo(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -56,6 +56,9 @@ impl QueueDisc for EcnThreshold {
     fn backlog_pkts(&self) -> u32 {
         self.fifo.len()
     }
+    fn is_fifo(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

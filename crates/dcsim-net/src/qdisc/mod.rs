@@ -100,6 +100,17 @@ pub trait QueueDisc {
     fn next_wakeup(&self, _now: Time) -> Option<Time> {
         None
     }
+    /// Whether this is a single FIFO whose every decision is made in `enqueue`: `dequeue`
+    /// always returns the oldest packet held, is never refused, and reads and changes
+    /// nothing of the packet. The port then knows each accepted packet's departure time on
+    /// arrival and needs no event to dequeue it: it calls `dequeue` lazily, before the next
+    /// arrival or reading, with `cx.now` set to the time the packet's transmission started
+    /// (so a discipline may still note when its queue empties, as RED does). Drop-tail, the
+    /// ECN threshold and RED are; a discipline that reorders, shapes or decides at dequeue
+    /// is not (the default).
+    fn is_fifo(&self) -> bool {
+        false
+    }
 }
 
 /// A buffer limit or threshold, in bytes (`"150KB"`) or in packets (`"65pkts"`).
@@ -288,6 +299,9 @@ impl QueueDisc for Qdisc {
     #[inline]
     fn next_wakeup(&self, now: Time) -> Option<Time> {
         forward!(self, q => q.next_wakeup(now))
+    }
+    fn is_fifo(&self) -> bool {
+        forward!(self, q => q.is_fifo())
     }
 }
 

@@ -233,6 +233,9 @@ impl QueueDisc for Red {
     fn backlog_pkts(&self) -> u32 {
         self.fifo.len()
     }
+    fn is_fifo(&self) -> bool {
+        true // dequeue only notes, at the start time the port passes, that the queue empties
+    }
 }
 
 #[cfg(test)]

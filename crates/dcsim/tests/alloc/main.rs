@@ -22,9 +22,13 @@ fn steady_state_allocations(text: &str, warm: Time) -> (usize, u64) {
     (s.allocations + s.reallocations, w.net().hops() - hops)
 }
 
-/// Buffers (link FIFOs, queues, the out-of-order buffer of a receiver that saw a loss) may
-/// still grow a few times after warm-up when they reach a new peak; an allocation per packet
-/// or per event would show as one or more per packet-hop. The bound is one per 10,000.
+/// Buffers (link FIFOs, queues, the start times of a FIFO port's waiting packets, the
+/// out-of-order ranges of a receiver that saw a loss) may still grow after warm-up when one
+/// of them reaches a new peak: each doubles at most a few times, so this is a count per port
+/// and per flow, not per packet (traced: every allocation in these runs is such a first
+/// growth; measured 0, 13 and 13). An allocation per packet or per event would show as one
+/// or more per packet-hop, so a bound of one per 2,000 hops catches it with a wide margin
+/// while leaving room for a few more buffers.
 fn check(name: &str, text: &str, warm: Time) {
     let (allocs, hops) = steady_state_allocations(text, warm);
     eprintln!("{name}: {allocs} allocations over {hops} packet-hops after warm-up");
@@ -33,7 +37,7 @@ fn check(name: &str, text: &str, warm: Time) {
         "{name}: the measured part must carry traffic ({hops} hops)"
     );
     assert!(
-        allocs as u64 * 10_000 < hops,
+        allocs as u64 * 2_000 < hops,
         "{name}: {allocs} allocations over {hops} packet-hops"
     );
 }
@@ -54,7 +58,7 @@ fn steady_state_allocates_nothing_per_packet() {
     );
     check(
         "reno-red",
-        "[sim]\nduration = \"30ms\"\n[topology]\nkind = \"star\"\nhosts = 9\n[queue]\nkind = \"red\"\nbuffer = \"100pkts\"\nmin_th = \"10pkts\"\nmax_th = \"30pkts\"\necn = false\n[transport]\nkind = \"tcp\"\ncc = \"reno\"\n[[generators]]\npattern = { kind = \"incast\", receiver = 0, size = \"inf\" }\n",
-        Time(10_000_000_000),
+        "[sim]\nduration = \"80ms\"\n[topology]\nkind = \"star\"\nhosts = 9\n[queue]\nkind = \"red\"\nbuffer = \"100pkts\"\nmin_th = \"10pkts\"\nmax_th = \"30pkts\"\necn = false\n[transport]\nkind = \"tcp\"\ncc = \"reno\"\n[[generators]]\npattern = { kind = \"incast\", receiver = 0, size = \"inf\" }\n",
+        Time(40_000_000_000),
     );
 }
