@@ -211,8 +211,19 @@ proptest! {
         let mut a = Allocator::new(&cfg).unwrap();
         let mut checker = ScheduleChecker::new(nodes, &links);
         let mut model = Outstanding::default();
-        let drain = 40;
-        for b in 0..batches.len() + drain {
+        // Drain until nothing is outstanding. Maximality bounds the drain: every batch that
+        // starts with demand left serves at least one slot of it, so it ends within as many
+        // batches as slots were demanded. (A fixed drain is too short for a bulk pair: up to
+        // 30,000 slots between two nodes need 470 batches.)
+        let demanded: u64 = batches
+            .iter()
+            .flatten()
+            .filter(|&&(s, d, _)| s != d)
+            .map(|&(_, _, n)| u64::from(n))
+            .sum();
+        let mut b = 0;
+        while b < batches.len() || a.outstanding_slots() > 0 {
+            prop_assert!(b as u64 <= batches.len() as u64 + demanded, "drain does not end");
             for &(s, d, n) in batches.get(b).map_or(&[][..], |v| &v[..]) {
                 if s == d {
                     continue;
@@ -230,6 +241,7 @@ proptest! {
             }
             assert_maximal(out.first_slot().0, batch_slots, &links, &allocs, &model);
             prop_assert_eq!(a.outstanding_slots(), model.total());
+            b += 1;
         }
         prop_assert_eq!(checker.unserved(), 0);
     }
