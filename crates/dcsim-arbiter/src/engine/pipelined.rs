@@ -31,6 +31,7 @@ use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender, unbounded};
 
+use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
 use crate::backlog::{Entry, serve, sweep_filtered};
 use crate::bitmap::SlotBitmaps;
@@ -141,7 +142,7 @@ impl Worker<'_> {
             }
             // 2. The stream from the previous batch's thread (none before batch 0).
             if b > 0 {
-                while let Msg::Chunk(mut v) = from_prev.recv().expect("pipeline alive") {
+                while let Msg::Chunk(mut v) = recv_spin(from_prev, "pipeline neighbour") {
                     self.process(&mut v, &mut tail);
                     if !v.is_empty() {
                         to_next.send(Msg::Chunk(v)).expect("pipeline alive");

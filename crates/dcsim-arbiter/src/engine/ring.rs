@@ -26,6 +26,7 @@ use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender, bounded};
 
+use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
 use crate::allocator::allocate_dyn;
 use crate::backlog::Backlog;
@@ -159,7 +160,7 @@ impl<'a> Worker<'a> {
                     t.group = j;
                     t
                 } else {
-                    from_next.recv().expect("ring neighbour alive")
+                    recv_spin(from_next, "ring neighbour")
                 };
                 debug_assert_eq!(token.group, j, "token arrived out of order");
                 let block = &mut self.blocks[j];

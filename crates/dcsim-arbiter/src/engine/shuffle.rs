@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender, unbounded};
 
+use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
 use crate::backlog::{Backlog, lowest_bits};
 use crate::bench::splitmix;
@@ -271,7 +272,7 @@ impl<'a> BacklogStage<'a> {
         let mut at = 0usize;
         self.backlog.apply(id, |en| {
             while at == usize::from(bin.len) {
-                bin = input.recv().expect("post stage alive");
+                bin = recv_spin(input, "post-alloc stage");
                 at = 0;
             }
             let req = bin.reqs[at];
@@ -284,7 +285,7 @@ impl<'a> BacklogStage<'a> {
         });
         // Consume up to the round's last bin (it may hold no requests).
         while !bin.last {
-            bin = input.recv().expect("post stage alive");
+            bin = recv_spin(input, "post-alloc stage");
             debug_assert_eq!(bin.len, 0);
         }
     }
@@ -326,7 +327,7 @@ impl AllocStage {
         let input = &wires.to_alloc[from][self.lane].1;
         let mut fused = fused;
         loop {
-            let mut bin = input.recv().expect("backlog stage alive");
+            let mut bin = recv_spin(input, "backlog stage");
             for req in &mut bin.reqs[..usize::from(bin.len)] {
                 let (s, d) = (usize::from(req.src), usize::from(req.dst));
                 let common = if open {
@@ -366,7 +367,7 @@ fn post_round(sched: &Schedule, e: u64, r: usize, a: usize, wires: &Wires, col: 
     let batch = sched.batch(e, a);
     let back = &wires.to_backlog[a][sched.source(e, r, a)].0;
     loop {
-        let bin = wires.to_post[a].1.recv().expect("alloc stage alive");
+        let bin = recv_spin(&wires.to_post[a].1, "alloc stage");
         emit(&bin, batch, col);
         let last = bin.last;
         back.send(bin).expect("backlog stage alive");
