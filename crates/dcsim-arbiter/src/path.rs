@@ -129,6 +129,11 @@ pub struct PathAssigner {
     /// Per edge: its two vertices and its colour.
     edges: Vec<(u32, u32, u32)>,
     path: Vec<u32>,
+    /// Per vertex: packets crossing the spine layer in the slot being routed.
+    degree: Vec<u32>,
+    /// ToR of every host: a table, because a division per packet end cost more than the
+    /// colouring itself.
+    tor: Vec<u32>,
 }
 
 impl PathAssigner {
@@ -155,6 +160,8 @@ impl PathAssigner {
             at: vec![NONE; vertices * clos.spines as usize],
             edges: Vec::new(),
             path: Vec::new(),
+            degree: vec![0; vertices],
+            tor: (0..clos.hosts()).map(|h| clos.tor_of(NodeId(h))).collect(),
         })
     }
 
@@ -169,22 +176,27 @@ impl PathAssigner {
     ) -> Result<(), PathError> {
         paths.clear();
         self.reset();
-        let hosts = self.clos.hosts();
         let t = self.clos.tors;
-        let mut degree = vec![0u32; 2 * t as usize];
+        self.degree.fill(0);
+        // One pass builds the edges (uncoloured) and the degrees; colouring starts only
+        // when every ToR is known to fit.
         for &(s, d) in packets {
-            for h in [s, d] {
-                if h.0 >= hosts {
-                    return Err(PathError::UnknownHost(h));
-                }
+            let (Some(&ts), Some(&td)) = (self.tor.get(s.index()), self.tor.get(d.index())) else {
+                let unknown = if s.0 >= self.clos.hosts() { s } else { d };
+                return Err(PathError::UnknownHost(unknown));
+            };
+            if ts == td {
+                paths.push(Path::Local);
+                continue;
             }
-            let (u, v) = (self.clos.tor_of(s), t + self.clos.tor_of(d));
-            if u + t != v {
-                degree[u as usize] += 1;
-                degree[v as usize] += 1;
-            }
+            let (u, v) = (ts, t + td);
+            self.degree[u as usize] += 1;
+            self.degree[v as usize] += 1;
+            self.edges.push((u, v, NONE));
+            paths.push(Path::Spine(NONE));
         }
-        if let Some((i, &deg)) = degree
+        if let Some((i, &deg)) = self
+            .degree
             .iter()
             .enumerate()
             .find(|&(_, &deg)| deg > self.clos.spines)
@@ -195,16 +207,8 @@ impl PathAssigner {
                 spines: self.clos.spines,
             });
         }
-        for &(s, d) in packets {
-            let (u, v) = (self.clos.tor_of(s), t + self.clos.tor_of(d));
-            if u + t == v {
-                paths.push(Path::Local);
-                continue;
-            }
-            let e = self.edges.len() as u32;
-            self.edges.push((u, v, NONE));
+        for e in 0..self.edges.len() as u32 {
             self.colour(e);
-            paths.push(Path::Spine(NONE));
         }
         // Recolouring may change earlier edges, so read the colours at the end.
         let mut next = 0;
@@ -286,6 +290,9 @@ impl PathAssigner {
     fn reset(&mut self) {
         for i in 0..self.edges.len() {
             let (u, v, c) = self.edges[i];
+            if c == NONE {
+                continue; // a slot refused before colouring
+            }
             for x in [u, v] {
                 let s = self.slot(x, c);
                 self.at[s] = NONE;
@@ -385,6 +392,26 @@ mod tests {
                 spines: 1
             }
         ));
+    }
+
+    #[test]
+    fn refused_slot_leaves_the_assigner_usable() {
+        let clos = Clos {
+            tors: 2,
+            spines: 1,
+            hosts_per_tor: 2,
+        };
+        let mut a = PathAssigner::new(clos).unwrap();
+        let mut paths = Vec::new();
+        assert!(a.assign(&pairs(&[(0, 2), (1, 3)]), &mut paths).is_err());
+        assert!(matches!(
+            a.assign(&pairs(&[(0, 5)]), &mut paths),
+            Err(PathError::UnknownHost(NodeId(5)))
+        ));
+        let pk = pairs(&[(1, 3), (2, 0)]);
+        a.assign(&pk, &mut paths).unwrap();
+        assert_eq!(paths, vec![Path::Spine(0), Path::Spine(0)]);
+        verify_paths(&clos, &pk, &paths).unwrap();
     }
 
     #[test]

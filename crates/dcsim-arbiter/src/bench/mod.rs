@@ -40,11 +40,13 @@
 //! replay), which may exceed the `N x 10 Gbps` ceiling, and which limit stopped the search.
 
 mod generate;
+mod paths;
 mod stats;
 
 use serde::{Deserialize, Serialize};
 
 pub(crate) use generate::splitmix;
+pub use paths::{LOAD as PATH_LOAD, PathRow, clos_for};
 pub use stats::{FAIR_WINDOW, Fairness as FairnessStats, Latency};
 
 use crate::allocator::{ConfigError, Fairness};
@@ -196,6 +198,9 @@ pub struct BenchReport {
     pub definition: String,
     /// One row per node count, architecture and thread count.
     pub rows: Vec<BenchRow>,
+    /// Path-assignment speed, one row per node count and thread count (see `paths.rs`).
+    #[serde(default)]
+    pub paths: Vec<PathRow>,
 }
 
 /// The machine the benchmark ran on.
@@ -288,6 +293,7 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, BenchError> {
     cfg.validate()?;
     let gen_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rows = Vec::new();
+    let mut paths = Vec::new();
     for &nodes in &cfg.nodes {
         let slots_per_run = run_slots(&cfg);
         // Enough demand for load 1.0 over the whole run, plus margin for the Poisson spread.
@@ -303,11 +309,13 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, BenchError> {
                 rows.push(measure(&cfg, &trace, nodes, arch, t)?);
             }
         }
+        paths.extend(paths::measure(&cfg, &trace, nodes)?);
     }
     Ok(BenchReport {
         machine: machine(),
         definition: DEFINITION.to_string(),
         rows,
+        paths,
         config: cfg,
     })
 }
@@ -741,6 +749,41 @@ impl BenchReport {
             );
         }
         let _ = writeln!(s, "sustainable: {}", self.definition);
+        if !self.paths.is_empty() {
+            let _ = writeln!(
+                s,
+                "\npath assignment (threads split the timeslots), full-bisection Clos, slots of a \
+                 serial schedule at load {PATH_LOAD}:"
+            );
+            let _ = writeln!(
+                s,
+                "{:>5} {:>12} {:>6} {:>3} {:>6} {:>9} {:>8} {:>7} {:>5}",
+                "nodes",
+                "tors x hosts",
+                "spines",
+                "thr",
+                "slots",
+                "pkts/slot",
+                "Mpkt/s",
+                "Tbps",
+                "rt-x"
+            );
+            for p in &self.paths {
+                let _ = writeln!(
+                    s,
+                    "{:>5} {:>12} {:>6} {:>3} {:>6} {:>9.0} {:>8.1} {:>7.2} {:>5.2}",
+                    p.nodes,
+                    format!("{} x {}", p.clos.tors, p.clos.hosts_per_tor),
+                    p.clos.spines,
+                    p.threads,
+                    p.slots,
+                    p.packets as f64 / p.slots.max(1) as f64,
+                    p.mpackets_per_s,
+                    p.tbps,
+                    p.realtime_factor,
+                );
+            }
+        }
         s
     }
 }
