@@ -28,6 +28,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "xpass-incast.toml",
         include_str!("../../../scenarios/xpass-incast.toml"),
     ),
+    (
+        "websearch-star.toml",
+        include_str!("../../../scenarios/websearch-star.toml"),
+    ),
 ];
 
 fn section(title: &str, rows: &[(&str, &str)]) {
