@@ -107,7 +107,7 @@ fn check_show_and_list_work_on_the_examples() {
     }
     // Every file in scenarios/ is listed (the list is compiled in, so a new file must be
     // added to it).
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     for entry in std::fs::read_dir(dir).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".toml") {
