@@ -168,7 +168,7 @@ impl PathAssigner {
     /// Routes one timeslot: `packets` are `(source host, destination host)`, each host at most
     /// once per direction (what the allocator guarantees with unit links; with multi-link
     /// hosts a ToR's packets must still not exceed the spines). Writes one path per packet to
-    /// `paths` (cleared first).
+    /// `paths` (cleared first; left empty on an error, after which the assigner stays usable).
     pub fn assign(
         &mut self,
         packets: &[(NodeId, NodeId)],
@@ -182,6 +182,7 @@ impl PathAssigner {
         // when every ToR is known to fit.
         for &(s, d) in packets {
             let (Some(&ts), Some(&td)) = (self.tor.get(s.index()), self.tor.get(d.index())) else {
+                paths.clear();
                 let unknown = if s.0 >= self.clos.hosts() { s } else { d };
                 return Err(PathError::UnknownHost(unknown));
             };
@@ -201,6 +202,7 @@ impl PathAssigner {
             .enumerate()
             .find(|&(_, &deg)| deg > self.clos.spines)
         {
+            paths.clear();
             return Err(PathError::Overloaded {
                 tor: i as u32 % t,
                 degree: deg,
@@ -404,10 +406,12 @@ mod tests {
         let mut a = PathAssigner::new(clos).unwrap();
         let mut paths = Vec::new();
         assert!(a.assign(&pairs(&[(0, 2), (1, 3)]), &mut paths).is_err());
+        assert!(paths.is_empty(), "nothing routed on an error");
         assert!(matches!(
-            a.assign(&pairs(&[(0, 5)]), &mut paths),
+            a.assign(&pairs(&[(0, 1), (0, 5)]), &mut paths),
             Err(PathError::UnknownHost(NodeId(5)))
         ));
+        assert!(paths.is_empty(), "nothing routed on an error");
         let pk = pairs(&[(1, 3), (2, 0)]);
         a.assign(&pk, &mut paths).unwrap();
         assert_eq!(paths, vec![Path::Spine(0), Path::Spine(0)]);

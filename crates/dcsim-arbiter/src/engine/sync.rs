@@ -10,7 +10,7 @@ use crossbeam::utils::Backoff;
 /// The engines hand work between threads every few microseconds; crossbeam's `recv` parks
 /// after a short spin, and waking a parked thread costs tens of microseconds on a virtual
 /// machine (measured: the ring engine with 2 threads sustained 5.7 Tbps at 1024 nodes with
-/// `recv`, 7.0 with this). Yielding after the spin keeps it correct with more threads than
+/// `recv`, 6.8-7.1 with this). Yielding after the spin keeps it correct with more threads than
 /// cores (tests), at the price of a busy core while a thread waits.
 ///
 /// # Panics
