@@ -74,9 +74,10 @@ impl Ctx {
     /// results under `runs/<name>/`, and returns the results in input order.
     ///
     /// A run whose folder already holds complete results (summary.json) of the same
-    /// scenario text is loaded instead of run again, unless [`Ctx::fresh`]: an interrupted
-    /// full-form experiment resumes where it stopped. Runs with flows added in code
-    /// (`extra_flows`) are always run, as their scenario file does not describe them.
+    /// scenario text, and of the same flows added in code (`extra_flows.csv`, written next
+    /// to `scenario.toml` so that the folder describes the whole run), is loaded instead of
+    /// run again, unless [`Ctx::fresh`]: an interrupted full-form experiment resumes where
+    /// it stopped.
     pub fn run_many(&self, specs: Vec<RunSpec>) -> Result<Vec<Results>, String> {
         let out = &self.out;
         let fresh = self.fresh;
@@ -85,13 +86,15 @@ impl Ctx {
                 .into_par_iter()
                 .map(|s| {
                     let dir = out.join("runs").join(&s.name);
+                    let extra = extra_flows_csv(&s.extra_flows);
                     let same = std::fs::read_to_string(dir.join("scenario.toml"))
-                        .is_ok_and(|t| t == s.toml);
-                    if !fresh
-                        && same
-                        && s.extra_flows.is_empty()
-                        && dir.join("summary.json").is_file()
-                    {
+                        .is_ok_and(|t| t == s.toml)
+                        && match &extra {
+                            None => !dir.join(EXTRA_FLOWS).exists(),
+                            Some(text) => std::fs::read_to_string(dir.join(EXTRA_FLOWS))
+                                .is_ok_and(|t| t == *text),
+                        };
+                    if !fresh && same && dir.join("summary.json").is_file() {
                         eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
                         return Results::load(&dir).map_err(|e| e.to_string());
                     }
@@ -105,6 +108,14 @@ impl Ctx {
                     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
                     atomic_write(&dir.join("scenario.toml"), s.toml.as_bytes())
                         .map_err(|e| e.to_string())?;
+                    match &extra {
+                        Some(text) => atomic_write(&dir.join(EXTRA_FLOWS), text.as_bytes()),
+                        None => match std::fs::remove_file(dir.join(EXTRA_FLOWS)) {
+                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                            _ => Ok(()),
+                        },
+                    }
+                    .map_err(|e| e.to_string())?;
                     r.write(&dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?;
                     Ok(r)
@@ -272,4 +283,85 @@ impl Scheme {
 /// Writes `v` as a string key (integers without a decimal point).
 pub fn k(v: impl std::fmt::Display) -> String {
     v.to_string()
+}
+
+/// File in a run's folder that lists the flows added in code.
+const EXTRA_FLOWS: &str = "extra_flows.csv";
+
+/// The flows added in code as CSV (`None` if there are none): one row per flow, in order,
+/// times in picoseconds, an empty cell for "none".
+fn extra_flows_csv(flows: &[dcsim::transport::FlowSpec]) -> Option<String> {
+    use std::fmt::Write;
+    if flows.is_empty() {
+        return None;
+    }
+    let mut s = String::from("src,dst,size_bytes,start_ps,stop_ps,transport\n");
+    let opt = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
+    for f in flows {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{}",
+            f.src.0,
+            f.dst.0,
+            opt(f.size_bytes),
+            f.start.as_ps(),
+            opt(f.stop.map(|t| t.as_ps())),
+            f.transport
+        );
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use dcsim::engine::Time;
+    use dcsim::net::HostId;
+    use dcsim::transport::FlowSpec;
+
+    use super::*;
+
+    fn spec(size: u64) -> RunSpec {
+        let mut s = RunSpec::new(
+            "tiny",
+            "[sim]\nduration = \"1ms\"\n[topology]\nkind = \"dumbbell\"\npairs = 1\n".to_string(),
+        );
+        s.extra_flows.push(FlowSpec {
+            src: HostId(0),
+            dst: HostId(1),
+            size_bytes: Some(size),
+            start: Time::ZERO,
+            stop: None,
+            transport: 0,
+        });
+        s
+    }
+
+    /// Marks the stored run (`wall_seconds = -1`) so that a reused one can be told from a
+    /// fresh one.
+    fn mark(dir: &std::path::Path) {
+        let path = dir.join("runs/tiny/summary.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        v["wall_seconds"] = Value::from(-1.0);
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn runs_with_the_same_added_flows_are_reused_and_others_rerun() {
+        let dir = std::env::temp_dir().join(format!("dcsim-repro-reuse-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let ctx = Ctx::new(true, dir.clone(), 1).unwrap();
+        let first = ctx.run_many(vec![spec(10_000)]).unwrap();
+        assert_eq!(first[0].flows.len(), 1);
+        assert!(dir.join("runs/tiny/extra_flows.csv").is_file());
+        mark(&dir);
+        let again = ctx.run_many(vec![spec(10_000)]).unwrap();
+        assert_eq!(again[0].summary["wall_seconds"], -1.0, "same flows: reused");
+        let other = ctx.run_many(vec![spec(20_000)]).unwrap();
+        assert_ne!(
+            other[0].summary["wall_seconds"], -1.0,
+            "other flows: run again"
+        );
+        assert_eq!(other[0].flows[0].size_bytes, Some(20_000));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
