@@ -335,6 +335,12 @@ impl Port {
         }
     }
 
+    /// The next arrival on the link, if any.
+    #[inline]
+    pub(crate) fn pipe_front(&self) -> Option<&(Time, PacketId)> {
+        self.pipe.front()
+    }
+
     /// Handles a `PortReady` event at `now`.
     #[inline]
     pub(crate) fn on_ready(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
