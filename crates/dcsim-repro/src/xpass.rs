@@ -730,6 +730,18 @@ pub fn shuffle(ctx: &Ctx) -> Result<Value, String> {
         put(&mut out, &["fct_ms", s.key(), "max"], q(1.0));
         put(&mut out, &["flows_completed", s.key()], fct.len());
         put(&mut out, &["data_drops", s.key()], data_drops(r));
+        // Where the data waited (finding 8): the sender NICs and the ToR's downlinks.
+        for (tier, name) in [("host", "sender_nics"), ("tor", "downlinks")] {
+            let kb = r
+                .ports
+                .iter()
+                .filter(|p| p.tier == tier)
+                .map(|p| p.max_data_queue_bytes)
+                .max()
+                .unwrap_or(0) as f64
+                / 1e3;
+            put(&mut out, &["max_data_queue_kb", s.key(), name], kb);
+        }
         if matches!(s, Scheme::Xpass(_)) {
             xpass_drops += data_drops(r);
         }
