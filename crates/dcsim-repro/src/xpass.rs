@@ -730,8 +730,8 @@ pub fn shuffle(ctx: &Ctx) -> Result<Value, String> {
         put(&mut out, &["fct_ms", s.key(), "max"], q(1.0));
         put(&mut out, &["flows_completed", s.key()], fct.len());
         put(&mut out, &["data_drops", s.key()], data_drops(r));
-        // Where the data waited (finding 8): the sender NICs and the ToR's downlinks.
-        for (tier, name) in [("host", "sender_nics"), ("tor", "downlinks")] {
+        // Where the data waited (finding 8): the host NICs (outbound) and the ToR's downlinks.
+        for (tier, name) in [("host", "host_nics"), ("tor", "downlinks")] {
             let kb = r
                 .ports
                 .iter()
