@@ -106,14 +106,15 @@ impl Ctx {
                     world.run(&mut |_| {});
                     let r = Results::collect(&mut world);
                     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                    // summary.json marks a folder complete: drop an older run's before the
+                    // new scenario goes in, or a kill between the two writes would leave
+                    // old results filed under the new scenario (and reused next time).
+                    remove_if_present(&dir.join("summary.json")).map_err(|e| e.to_string())?;
                     atomic_write(&dir.join("scenario.toml"), s.toml.as_bytes())
                         .map_err(|e| e.to_string())?;
                     match &extra {
                         Some(text) => atomic_write(&dir.join(EXTRA_FLOWS), text.as_bytes()),
-                        None => match std::fs::remove_file(dir.join(EXTRA_FLOWS)) {
-                            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                            _ => Ok(()),
-                        },
+                        None => remove_if_present(&dir.join(EXTRA_FLOWS)),
                     }
                     .map_err(|e| e.to_string())?;
                     r.write(&dir)
@@ -283,6 +284,14 @@ impl Scheme {
 /// Writes `v` as a string key (integers without a decimal point).
 pub fn k(v: impl std::fmt::Display) -> String {
     v.to_string()
+}
+
+/// Removes `path`; a file that is not there is not an error.
+fn remove_if_present(path: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// File in a run's folder that lists the flows added in code.
