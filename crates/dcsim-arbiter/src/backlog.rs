@@ -33,6 +33,15 @@ pub(crate) struct Entry {
     pub(crate) remaining: u32,
 }
 
+impl Entry {
+    /// Filler for preallocated buffers.
+    const EMPTY: Self = Self {
+        src: 0,
+        dst: 0,
+        remaining: 0,
+    };
+}
+
 /// What a pass decided for one visited entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fate {
@@ -91,8 +100,10 @@ pub(crate) struct Backlog {
     /// Entries that ran out of slots during the current pass.
     exhausted: Vec<Entry>,
     /// Branch-free collectors of the unit-link batch-mode pass.
-    moved: Stack,
-    spent: Stack,
+    moved: Stack<Entry>,
+    spent: Stack<Entry>,
+    /// Grants of the unit-link batch-mode pass, copied to the caller's list at its end.
+    grants: Stack<Grant>,
     /// The batch the next pass will fill; submits compute ages against it.
     next_batch: u64,
     /// Slots demanded and not yet allocated (including pending).
@@ -115,8 +126,9 @@ impl Backlog {
             ring: (0..BINS).map(|_| Vec::new()).collect(),
             scratch: Vec::new(),
             exhausted: Vec::new(),
-            moved: Stack::default(),
-            spent: Stack::default(),
+            moved: Stack::new(Entry::EMPTY),
+            spent: Stack::new(Entry::EMPTY),
+            grants: Stack::new(Grant::EMPTY),
             next_batch: 0,
             outstanding: 0,
             active: 0,
@@ -223,15 +235,21 @@ impl Backlog {
         let mut granted = 0u64;
         if UNIT && rounds == 0 {
             // The common configuration gets a pass with almost no unpredictable branches.
-            let mut moved = std::mem::take(&mut self.moved);
-            let mut spent = std::mem::take(&mut self.spent);
-            granted += sweep_unit_batch::<W>(&mut self.old, &mut moved, &mut spent, tx, rx, out);
+            // (Taken out of `self` so that the pass can borrow the bins; nothing is allocated.)
+            let mut moved = std::mem::replace(&mut self.moved, Stack::new(Entry::EMPTY));
+            let mut spent = std::mem::replace(&mut self.spent, Stack::new(Entry::EMPTY));
+            let mut grants = std::mem::replace(&mut self.grants, Stack::new(Grant::EMPTY));
+            let mut sweep =
+                |list: &mut Vec<Entry>, moved: &mut Stack<Entry>, spent: &mut Stack<Entry>| {
+                    sweep_unit_batch::<W>(list, moved, spent, &mut grants, tx, rx)
+                };
+            granted += sweep(&mut self.old, &mut moved, &mut spent);
             for age in (1..BINS as u64).rev() {
                 let Some(b) = batch.checked_sub(age) else {
                     continue;
                 };
                 let bin = &mut self.ring[(b % BINS as u64) as usize];
-                granted += sweep_unit_batch::<W>(bin, &mut moved, &mut spent, tx, rx, out);
+                granted += sweep(bin, &mut moved, &mut spent);
             }
             // Entries that ran out retire, or take the demand that merged into them meanwhile
             // and get another pass (last: they were just allocated). Checking the pair state
@@ -253,9 +271,12 @@ impl Backlog {
                 if again.is_empty() {
                     break;
                 }
-                granted += sweep_unit_batch::<W>(&mut again, &mut moved, &mut spent, tx, rx, out);
+                granted += sweep(&mut again, &mut moved, &mut spent);
                 fresh.append(&mut again);
             }
+            out.extend_from_slice(grants.as_slice());
+            grants.clear();
+            self.grants = grants;
             (self.moved, self.spent) = (moved, spent);
             self.ring[(batch % BINS as u64) as usize] = fresh;
             self.outstanding -= granted;
@@ -548,41 +569,57 @@ fn sweep(
     list.truncate(keep);
 }
 
-/// An append-only list that can append conditionally without a branch: the entry is always
+/// An append-only list that can append conditionally without a branch: the item is always
 /// written, and the length only advances if the condition holds. Capacity is reserved ahead,
-/// so the write is always in bounds.
-#[derive(Debug, Default)]
-pub(crate) struct Stack {
-    buf: Vec<Entry>,
+/// so the write is always in bounds. The buffer only grows, so after the first batches a pass
+/// writes no filler.
+#[derive(Debug)]
+pub(crate) struct Stack<T> {
+    buf: Vec<T>,
     len: usize,
+    filler: T,
 }
 
-impl Stack {
-    /// Makes room for `extra` more entries.
+impl<T: Copy> Stack<T> {
+    pub(crate) fn new(filler: T) -> Self {
+        Self {
+            buf: Vec::new(),
+            len: 0,
+            filler,
+        }
+    }
+
+    /// Makes room for `extra` more items.
     #[inline(always)]
     fn reserve(&mut self, extra: usize) {
         let need = self.len + extra;
         if self.buf.len() < need {
-            self.buf.resize(
-                need.max(2 * self.buf.len()),
-                Entry {
-                    src: 0,
-                    dst: 0,
-                    remaining: 0,
-                },
-            );
+            self.buf.resize(need.max(2 * self.buf.len()), self.filler);
         }
     }
 
-    /// Appends `e` if `keep`; room must have been reserved.
+    /// Appends `item` if `keep`; room must have been reserved.
     #[inline(always)]
-    fn put(&mut self, e: Entry, keep: bool) {
-        self.buf[self.len] = e;
+    fn put(&mut self, item: T, keep: bool) {
+        self.buf[self.len] = item;
         self.len += usize::from(keep);
     }
 
-    fn as_slice(&self) -> &[Entry] {
+    fn as_slice(&self) -> &[T] {
         &self.buf[..self.len]
+    }
+
+    /// The reserved room behind the items, to be filled by the caller and then
+    /// [`advance`](Self::advance)d over.
+    #[inline(always)]
+    fn spare(&mut self) -> &mut [T] {
+        &mut self.buf[self.len..]
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, k: usize) {
+        debug_assert!(self.len + k <= self.buf.len());
+        self.len += k;
     }
 
     fn clear(&mut self) {
@@ -590,94 +627,154 @@ impl Stack {
     }
 }
 
-/// The batch-mode pass with unit links: [`sweep_filtered`] and [`serve`] fused and made
-/// branch-light. Entries that get slots and want more go to `moved`, entries that run out go to
-/// `spent` (for [`PairState::exhausted`] after the pass), the rest stay in `list`.
+/// The batch-mode pass with unit links: [`sweep_filtered`] and [`serve`] fused into a loop
+/// without unpredictable branches. Entries that get slots and want more go to `moved`, entries
+/// that run out go to `spent` (for [`PairState::exhausted`] after the pass), the rest stay in
+/// `list`; grants go to `grants`.
 ///
-/// Where the generic pair spends its time on mispredicted branches (does the entry run out?
-/// does the loop that picks slots stop early?), this one counts the common free slots with a
-/// branch-free popcount, takes them all when they do not exceed the demand (the usual case at
-/// high load), and routes the entry with conditional appends.
+/// Every entry takes the same path whether it is blocked or served: the common free slots are
+/// counted and taken ([`take_lowest`]), both bitmaps are written back (unchanged for a blocked
+/// entry), and the grant and the entry are routed with conditional appends into buffers
+/// reserved ahead. The earlier form first marked the entries with a common free slot and then
+/// jumped between them, copying the blocked ones down; at high load, where about half the
+/// entries are blocked in no predictable pattern, its branches and copies cost more than
+/// doing the whole work for every entry (serial allocator, 1024 nodes: 15 % less time at load
+/// 0.5 and 0.9, same schedule).
 #[inline(always)]
 fn sweep_unit_batch<const W: usize>(
     list: &mut Vec<Entry>,
-    moved: &mut Stack,
-    spent: &mut Stack,
+    moved: &mut Stack<Entry>,
+    spent: &mut Stack<Entry>,
+    grants: &mut Stack<Grant>,
     tx: &mut SlotBitmaps,
     rx: &mut SlotBitmaps,
-    out: &mut Vec<Grant>,
 ) -> u64 {
     let n = list.len();
+    moved.reserve(n);
+    spent.reserve(n);
+    grants.reserve(n * W);
+    if W == 1 {
+        let (t, r) = (tx.lo(), rx.lo());
+        let c = sweep_one_word(
+            list,
+            tx.unit_words_mut(),
+            t,
+            rx.unit_words_mut(),
+            r,
+            moved.spare(),
+            spent.spare(),
+            grants.spare(),
+        );
+        list.truncate(c.kept);
+        moved.advance(c.moved);
+        spent.advance(c.spent);
+        grants.advance(c.grants);
+        return c.granted;
+    }
     let mut keep = 0;
-    let mut base = 0;
     let mut granted = 0u64;
-    while base < n {
-        let end = (base + 64).min(n);
-        let mut candidates = 0u64;
-        for (j, e) in list[base..end].iter().enumerate() {
-            let (s, d) = (tx.local(e.src), rx.local(e.dst));
-            let mut any = 0;
-            for w in 0..W {
-                any |= tx.free::<W, true>(s, w) & rx.free::<W, true>(d, w);
-            }
-            candidates |= u64::from(any != 0) << j;
+    for i in 0..n {
+        let mut e = list[i];
+        let (s, d) = (tx.local(e.src), rx.local(e.dst));
+        let mut got = 0u32;
+        for w in 0..W {
+            let want = e.remaining - got;
+            let common = tx.free::<W, true>(s, w) & rx.free::<W, true>(d, w);
+            let (take, n) = take_lowest(common, want);
+            tx.take::<W, true>(s, w, take);
+            rx.take::<W, true>(d, w, take);
+            grants.put(
+                Grant {
+                    src: e.src,
+                    dst: e.dst,
+                    word: w as u16,
+                    mask: take,
+                },
+                take != 0,
+            );
+            got += n;
         }
-        moved.reserve(64);
-        spent.reserve(64);
-        let mut next = base;
-        while candidates != 0 {
-            let i = base + candidates.trailing_zeros() as usize;
-            candidates &= candidates - 1;
-            if keep != next {
-                for j in next..i {
-                    list[keep + j - next] = list[j];
-                }
-            }
-            keep += i - next;
-            let mut e = list[i];
-            let (s, d) = (tx.local(e.src), rx.local(e.dst));
-            let mut got = 0u32;
-            for w in 0..W {
-                let want = e.remaining - got;
-                let common = tx.free::<W, true>(s, w) & rx.free::<W, true>(d, w);
-                let count = common.count_ones();
-                let (take, n) = if count <= want {
-                    (common, count)
-                } else {
-                    lowest_bits(common, want)
-                };
-                tx.take::<W, true>(s, w, take);
-                rx.take::<W, true>(d, w, take);
-                if take != 0 {
-                    out.push(Grant {
-                        src: e.src,
-                        dst: e.dst,
-                        word: w as u16,
-                        mask: take,
-                    });
-                }
-                got += n;
-            }
-            e.remaining -= got;
-            granted += u64::from(got);
-            moved.put(e, got > 0 && e.remaining > 0);
-            spent.put(e, e.remaining == 0);
-            if got == 0 {
-                list[keep] = e;
-                keep += 1;
-            }
-            next = i + 1;
-        }
-        if keep != next {
-            for j in next..end {
-                list[keep + j - next] = list[j];
-            }
-        }
-        keep += end - next;
-        base = end;
+        e.remaining -= got;
+        granted += u64::from(got);
+        list[keep] = e;
+        keep += usize::from(got == 0);
+        moved.put(e, got > 0 && e.remaining > 0);
+        spent.put(e, e.remaining == 0);
     }
     list.truncate(keep);
     granted
+}
+
+/// What [`sweep_one_word`] produced.
+struct SweepCounts {
+    kept: usize,
+    moved: usize,
+    spent: usize,
+    grants: usize,
+    granted: u64,
+}
+
+/// [`sweep_unit_batch`] for one-word batches (64 slots, the default), on plain slices: the
+/// bitmaps are indexed by local node, and every output has room for `list.len()` items. A
+/// function of its own so that the compiler knows the slices do not overlap and keeps the
+/// counters and bases in registers (inside the generic pass it reloaded them from the
+/// structs after every store).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn sweep_one_word(
+    list: &mut [Entry],
+    tx: &mut [u64],
+    tx_lo: u32,
+    rx: &mut [u64],
+    rx_lo: u32,
+    moved: &mut [Entry],
+    spent: &mut [Entry],
+    grants: &mut [Grant],
+) -> SweepCounts {
+    let mut c = SweepCounts {
+        kept: 0,
+        moved: 0,
+        spent: 0,
+        grants: 0,
+        granted: 0,
+    };
+    for i in 0..list.len() {
+        let mut e = list[i];
+        let s = (u32::from(e.src) - tx_lo) as usize;
+        let d = (u32::from(e.dst) - rx_lo) as usize;
+        let (t, r) = (tx[s], rx[d]);
+        let (take, got) = take_lowest(t & r, e.remaining);
+        tx[s] = t & !take;
+        rx[d] = r & !take;
+        grants[c.grants] = Grant {
+            src: e.src,
+            dst: e.dst,
+            word: 0,
+            mask: take,
+        };
+        c.grants += usize::from(take != 0);
+        e.remaining -= got;
+        c.granted += u64::from(got);
+        list[c.kept] = e;
+        c.kept += usize::from(got == 0);
+        moved[c.moved] = e;
+        c.moved += usize::from(got > 0 && e.remaining > 0);
+        spent[c.spent] = e;
+        c.spent += usize::from(e.remaining == 0);
+    }
+    c
+}
+
+/// The `k` lowest common free slots of `m` and their number: all of `m` when it has at most `k`
+/// (blocked entries, and most entries at high load), else [`lowest_bits`]. Tried and not kept:
+/// selecting between "all of `m`" and "a contiguous run" without a branch (8 % slower).
+#[inline(always)]
+fn take_lowest(m: u64, k: u32) -> (u64, u32) {
+    let count = m.count_ones();
+    if count <= k {
+        return (m, count);
+    }
+    lowest_bits(m, k)
 }
 
 /// Like [`sweep`], for allocation passes. A branch-free scan of up to 64 entries first marks

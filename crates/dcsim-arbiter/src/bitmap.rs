@@ -140,6 +140,13 @@ impl SlotBitmaps {
         self.levels[i * self.words + w] &= !mask;
     }
 
+    /// The bitmaps of unit-link nodes, indexed by `local node * words + word`.
+    #[inline]
+    pub(crate) fn unit_words_mut(&mut self) -> &mut [u64] {
+        debug_assert!(self.is_unit());
+        &mut self.levels
+    }
+
     /// Words per batch.
     #[inline]
     pub(crate) fn words(&self) -> usize {

@@ -72,6 +72,14 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// Filler for preallocated buffers.
+    pub(crate) const EMPTY: Self = Self {
+        src: 0,
+        dst: 0,
+        word: 0,
+        mask: 0,
+    };
+
     /// Builds a grant; `word` is the index of the 64-slot word inside its batch.
     ///
     /// # Panics
