@@ -569,10 +569,10 @@ fn sweep(
     list.truncate(keep);
 }
 
-/// An append-only list that can append conditionally without a branch: the item is always
-/// written, and the length only advances if the condition holds. Capacity is reserved ahead,
-/// so the write is always in bounds. The buffer only grows, so after the first batches a pass
-/// writes no filler.
+/// An append-only list for conditional appends without a branch: a pass writes into the room
+/// reserved behind the items ([`spare`](Self::spare)), advancing its own count only when an
+/// item is kept, and then [`advance`](Self::advance)s the list over what it kept. The buffer
+/// only grows, so after the first batches reserving writes no filler.
 #[derive(Debug)]
 pub(crate) struct Stack<T> {
     buf: Vec<T>,
@@ -596,13 +596,6 @@ impl<T: Copy> Stack<T> {
         if self.buf.len() < need {
             self.buf.resize(need.max(2 * self.buf.len()), self.filler);
         }
-    }
-
-    /// Appends `item` if `keep`; room must have been reserved.
-    #[inline(always)]
-    fn put(&mut self, item: T, keep: bool) {
-        self.buf[self.len] = item;
-        self.len += usize::from(keep);
     }
 
     fn as_slice(&self) -> &[T] {
@@ -638,8 +631,8 @@ impl<T: Copy> Stack<T> {
 /// reserved ahead. The earlier form first marked the entries with a common free slot and then
 /// jumped between them, copying the blocked ones down; at high load, where about half the
 /// entries are blocked in no predictable pattern, its branches and copies cost more than
-/// doing the whole work for every entry (serial allocator, 1024 nodes: 15 % less time at load
-/// 0.5 and 0.9, same schedule).
+/// doing the whole work for every entry (serial allocator, 1024 nodes, whole runs: 13-17 % less
+/// time at load 0.5 and 0.9, same schedule).
 #[inline(always)]
 fn sweep_unit_batch<const W: usize>(
     list: &mut Vec<Entry>,
@@ -653,59 +646,23 @@ fn sweep_unit_batch<const W: usize>(
     moved.reserve(n);
     spent.reserve(n);
     grants.reserve(n * W);
-    if W == 1 {
-        let (t, r) = (tx.lo(), rx.lo());
-        let c = sweep_one_word(
-            list,
-            tx.unit_words_mut(),
-            t,
-            rx.unit_words_mut(),
-            r,
-            moved.spare(),
-            spent.spare(),
-            grants.spare(),
-        );
-        list.truncate(c.kept);
-        moved.advance(c.moved);
-        spent.advance(c.spent);
-        grants.advance(c.grants);
-        return c.granted;
-    }
-    let mut keep = 0;
-    let mut granted = 0u64;
-    for i in 0..n {
-        let mut e = list[i];
-        let (s, d) = (tx.local(e.src), rx.local(e.dst));
-        let mut got = 0u32;
-        for w in 0..W {
-            let want = e.remaining - got;
-            let common = tx.free::<W, true>(s, w) & rx.free::<W, true>(d, w);
-            let (take, n) = take_lowest(common, want);
-            tx.take::<W, true>(s, w, take);
-            rx.take::<W, true>(d, w, take);
-            grants.put(
-                Grant {
-                    src: e.src,
-                    dst: e.dst,
-                    word: w as u16,
-                    mask: take,
-                },
-                take != 0,
-            );
-            got += n;
-        }
-        e.remaining -= got;
-        granted += u64::from(got);
-        list[keep] = e;
-        keep += usize::from(got == 0);
-        moved.put(e, got > 0 && e.remaining > 0);
-        spent.put(e, e.remaining == 0);
-    }
-    list.truncate(keep);
-    granted
+    let (t, r) = (tx.lo(), rx.lo());
+    let c = sweep_slices::<W>(
+        list,
+        (tx.unit_words_mut(), t),
+        (rx.unit_words_mut(), r),
+        moved.spare(),
+        spent.spare(),
+        grants.spare(),
+    );
+    list.truncate(c.kept);
+    moved.advance(c.moved);
+    spent.advance(c.spent);
+    grants.advance(c.grants);
+    c.granted
 }
 
-/// What [`sweep_one_word`] produced.
+/// What [`sweep_slices`] produced.
 struct SweepCounts {
     kept: usize,
     moved: usize,
@@ -714,19 +671,16 @@ struct SweepCounts {
     granted: u64,
 }
 
-/// [`sweep_unit_batch`] for one-word batches (64 slots, the default), on plain slices: the
-/// bitmaps are indexed by local node, and every output has room for `list.len()` items. A
-/// function of its own so that the compiler knows the slices do not overlap and keeps the
-/// counters and bases in registers (inside the generic pass it reloaded them from the
-/// structs after every store).
+/// The loop of [`sweep_unit_batch`] on plain slices: `tx` and `rx` are unit-link bitmaps
+/// (`local node * W + word`) with the first node of their range, and every output has room
+/// for `W` items per entry. A function of its own so that the compiler knows the slices do not
+/// overlap and keeps the counters in registers (working through the structs, it reloaded them
+/// after every store: 3-4 % slower at 1024 nodes and load 0.9).
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn sweep_one_word(
+fn sweep_slices<const W: usize>(
     list: &mut [Entry],
-    tx: &mut [u64],
-    tx_lo: u32,
-    rx: &mut [u64],
-    rx_lo: u32,
+    (tx, tx_lo): (&mut [u64], u32),
+    (rx, rx_lo): (&mut [u64], u32),
     moved: &mut [Entry],
     spent: &mut [Entry],
     grants: &mut [Grant],
@@ -740,19 +694,23 @@ fn sweep_one_word(
     };
     for i in 0..list.len() {
         let mut e = list[i];
-        let s = (u32::from(e.src) - tx_lo) as usize;
-        let d = (u32::from(e.dst) - rx_lo) as usize;
-        let (t, r) = (tx[s], rx[d]);
-        let (take, got) = take_lowest(t & r, e.remaining);
-        tx[s] = t & !take;
-        rx[d] = r & !take;
-        grants[c.grants] = Grant {
-            src: e.src,
-            dst: e.dst,
-            word: 0,
-            mask: take,
-        };
-        c.grants += usize::from(take != 0);
+        let s = (u32::from(e.src) - tx_lo) as usize * W;
+        let d = (u32::from(e.dst) - rx_lo) as usize * W;
+        let mut got = 0u32;
+        for w in 0..W {
+            let (t, r) = (tx[s + w], rx[d + w]);
+            let (take, n) = take_lowest(t & r, e.remaining - got);
+            tx[s + w] = t & !take;
+            rx[d + w] = r & !take;
+            grants[c.grants] = Grant {
+                src: e.src,
+                dst: e.dst,
+                word: w as u16,
+                mask: take,
+            };
+            c.grants += usize::from(take != 0);
+            got += n;
+        }
         e.remaining -= got;
         c.granted += u64::from(got);
         list[c.kept] = e;
@@ -767,7 +725,7 @@ fn sweep_one_word(
 
 /// The `k` lowest common free slots of `m` and their number: all of `m` when it has at most `k`
 /// (blocked entries, and most entries at high load), else [`lowest_bits`]. Tried and not kept:
-/// selecting between "all of `m`" and "a contiguous run" without a branch (8 % slower).
+/// selecting between "all of `m`" and "a contiguous run" without a branch (9-14 % slower).
 #[inline(always)]
 fn take_lowest(m: u64, k: u32) -> (u64, u32) {
     let count = m.count_ones();
