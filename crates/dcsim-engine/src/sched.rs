@@ -147,17 +147,17 @@ impl<E: Copy> QuadHeap<E> {
     }
     /// Empties the heap into `keys` and `evs` (cleared first), in key order, and leaves
     /// `scratch` as it found it apart from its contents.
-    fn drain_sorted(&mut self, scratch: &mut Vec<(u64, u32)>, evs: &mut Vec<E>) {
+    fn drain_sorted(&mut self, scratch: &mut Vec<(u64, usize)>, evs: &mut Vec<E>) {
         scratch.clear();
         scratch.extend(
             self.keys[..self.evs.len()]
                 .iter()
                 .enumerate()
-                .map(|(i, &k)| (k, i as u32)),
+                .map(|(i, &k)| (k, i)),
         );
         scratch.sort_unstable_by_key(|&(k, _)| k);
         evs.clear();
-        evs.extend(scratch.iter().map(|&(_, i)| self.evs[i as usize]));
+        evs.extend(scratch.iter().map(|&(_, i)| self.evs[i]));
         self.evs.clear();
         self.keys.clear();
         self.keys.extend([u64::MAX; 5]);
@@ -204,10 +204,10 @@ const MIN_RANK_BITS: u32 = 22;
 /// pending and 38 → 26 ns at 4,096; the fat-tree benchmark 8–13 % and the dumbbell 4–8 %
 /// faster, in alternating runs of the two binaries). The rank is a counter that only grows, so at equal times the earlier-scheduled
 /// event has the smaller rank: the order is exactly `(time, sequence)`. When the ranks run
-/// out (every 2^r − n events, with r ≥ 22 and at least 2n ranks free after each
-/// renumbering) the pending events are sorted and renumbered 0..n, which keeps their
+/// out (every 2^r − n events, with r ≥ 22 and 2^r > 2n, so at least n + 1 ranks free after
+/// each renumbering) the pending events are sorted and renumbered 0..n, which keeps their
 /// order, and the epoch moves up to the current time. Events at or beyond
-/// `epoch + 2^(64−r)` (4.4 s ahead with r = 22) wait, with full 128-bit keys, in a second
+/// `epoch + 2^(64−r) − 1` (4.4 s ahead with r = 22) wait, with full 128-bit keys, in a second
 /// heap, and move into the first when the epoch comes within reach; every one of them is
 /// later than every event in the first, so the first heap alone decides what pops next.
 ///
@@ -234,7 +234,7 @@ pub struct Scheduler<E> {
     /// Tie-breaker of the far heap.
     far_seq: u64,
     /// Reused buffers of a renumbering.
-    scratch: Vec<(u64, u32)>,
+    scratch: Vec<(u64, usize)>,
     scratch_evs: Vec<E>,
     min_rank_bits: u32,
     now: Time,
@@ -303,6 +303,9 @@ impl<E: Copy> Scheduler<E> {
                 off = at.0 - self.epoch.0;
             }
             if off >= self.horizon {
+                // Drop the popped root first (rare path): a replacement of the root counts
+                // no new peak, so the count must not wait for one.
+                self.settle();
                 self.far.push(Far {
                     key: (u128::from(at.0) << 64) | u128::from(self.far_seq),
                     ev,
@@ -326,14 +329,14 @@ impl<E: Copy> Scheduler<E> {
 
     #[inline]
     fn note_len(&mut self) {
-        let len = (self.heap.len() + self.far.len()) as u64;
+        let len = self.len() as u64;
         if len > self.stats.peak_len {
             self.stats.peak_len = len;
         }
     }
 
     /// Moves the epoch to `to` (not later than any pending event), renumbers the heap's
-    /// events 0..n in their order with enough rank bits for 2n more, and brings in the far
+    /// events 0..n in their order with more than 2n ranks in all, and brings in the far
     /// events that now fit. Costs a sort of the pending events; runs every 2^r − n
     /// schedules at most, or when the epoch falls behind.
     #[cold]
@@ -373,8 +376,10 @@ impl<E: Copy> Scheduler<E> {
             && f.time().0 - to.0 < horizon
         {
             let f = self.far.pop().expect("peeked");
-            self.heap
-                .push(((f.time().0 - to.0) << self.rank_bits) | self.next_rank, f.ev);
+            self.heap.push(
+                ((f.time().0 - to.0) << self.rank_bits) | self.next_rank,
+                f.ev,
+            );
             self.next_rank += 1;
         }
     }
@@ -571,6 +576,17 @@ mod tests {
         assert_eq!(s.pop(), Some((Time(u64::MAX), 6)));
         assert_eq!(s.pop(), None);
         assert_eq!(s.stats().peak_len, 5);
+    }
+
+    #[test]
+    fn peak_len_does_not_count_the_popped_event() {
+        let mut s = Scheduler::new();
+        s.schedule(Time(0), 0);
+        s.pop();
+        s.schedule(Time(1 << 50), 1); // to the far heap while the popped root is still held
+        assert_eq!((s.len(), s.stats().peak_len), (1, 1));
+        s.schedule(Time(1), 2); // replaces the root: two pending
+        assert_eq!((s.len(), s.stats().peak_len), (2, 2));
     }
 
     proptest! {

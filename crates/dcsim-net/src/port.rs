@@ -320,8 +320,10 @@ impl Port {
                 self.stats.max_class_backlog_bytes[class] =
                     self.stats.max_class_backlog_bytes[class].max(self.class_backlog[class]);
                 self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(self.backlog_bytes);
-                self.stats.max_backlog_pkts =
-                    self.stats.max_backlog_pkts.max(u64::from(self.backlog_pkts));
+                self.stats.max_backlog_pkts = self
+                    .stats
+                    .max_backlog_pkts
+                    .max(u64::from(self.backlog_pkts));
                 s
             }
             Verdict::Drop(reason) => {
