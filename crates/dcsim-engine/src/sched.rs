@@ -145,8 +145,8 @@ impl<E: Copy> QuadHeap<E> {
         self.keys[i] = key;
         self.evs[i] = ev;
     }
-    /// Empties the heap into `keys` and `evs` (cleared first), in key order, and leaves
-    /// `scratch` as it found it apart from its contents.
+    /// Empties the heap: `scratch` receives its keys in order, each with its old position,
+    /// and `evs` the events in the same order (both cleared first).
     fn drain_sorted(&mut self, scratch: &mut Vec<(u64, usize)>, evs: &mut Vec<E>) {
         scratch.clear();
         scratch.extend(
@@ -201,9 +201,10 @@ const MIN_RANK_BITS: u32 = 22;
 /// **Keys.** Events are ordered by `(time, insertion sequence)`, which takes 128 bits, but
 /// the heap compares 64-bit keys `(time − epoch) << r | rank`: with 128-bit keys a third
 /// of the heap's time went to comparing them (64-bit keys: `heapbench` 23 → 21.5 ns at 256
-/// pending and 38 → 26 ns at 4,096; the fat-tree benchmark 8–13 % and the dumbbell 4–8 %
-/// faster, in alternating runs of the two binaries). The rank is a counter that only grows, so at equal times the earlier-scheduled
-/// event has the smaller rank: the order is exactly `(time, sequence)`. When the ranks run
+/// pending and 38 → 26 ns at 4,096; in 15 alternating runs of the two binaries, the
+/// fat-tree benchmark 7–20 % and the dumbbell 2–8 % faster). The rank is a counter that
+/// only grows, so at equal times the earlier-scheduled event has the smaller rank: the
+/// order is exactly `(time, sequence)`. When the ranks run
 /// out (every 2^r − n events, with r ≥ 22 and 2^r > 2n, so at least n + 1 ranks free after
 /// each renumbering) the pending events are sorted and renumbered 0..n, which keeps their
 /// order, and the epoch moves up to the current time. Events at or beyond
