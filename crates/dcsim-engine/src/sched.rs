@@ -202,7 +202,7 @@ const MIN_RANK_BITS: u32 = 22;
 /// the heap compares 64-bit keys `(time − epoch) << r | rank`: with 128-bit keys a third
 /// of the heap's time went to comparing them (64-bit keys: `heapbench` 23 → 21.5 ns at 256
 /// pending and 38 → 26 ns at 4,096; in 15 alternating runs of the two binaries, the
-/// fat-tree benchmark 7–20 % and the dumbbell 2–8 % faster). The rank is a counter that
+/// fat-tree benchmark 7–20 % and the dumbbell 0–14 % faster). The rank is a counter that
 /// only grows, so at equal times the earlier-scheduled event has the smaller rank: the
 /// order is exactly `(time, sequence)`. When the ranks run
 /// out (every 2^r − n events, with r ≥ 22 and 2^r > 2n, so at least n + 1 ranks free after
