@@ -625,14 +625,23 @@ impl<T: Copy> Stack<T> {
 /// that run out go to `spent` (for [`PairState::exhausted`] after the pass), the rest stay in
 /// `list`; grants go to `grants`.
 ///
-/// Every entry takes the same path whether it is blocked or served: the common free slots are
-/// counted and taken ([`take_lowest`]), both bitmaps are written back (unchanged for a blocked
-/// entry), and the grant and the entry are routed with conditional appends into buffers
-/// reserved ahead. The earlier form first marked the entries with a common free slot and then
-/// jumped between them, copying the blocked ones down; at high load, where about half the
-/// entries are blocked in no predictable pattern, its branches and copies cost more than
-/// doing the whole work for every entry (serial allocator, 1024 nodes, whole runs: 13-17 % less
-/// time at load 0.5 and 0.9, same schedule).
+/// The list is taken in chunks of 64 entries, in three steps without unpredictable branches
+/// per entry:
+/// 1. mark the entries that have a common free slot (one load of each end's bitmap words);
+/// 2. serve the marked ones in order, each the same way whether it gets slots or not: the
+///    common free slots are counted and taken ([`take_lowest`]), both bitmaps written back,
+///    and the grant and the entry routed with conditional appends into buffers reserved
+///    ahead;
+/// 3. copy the entries that stay down over the ones that left (a block copy when none left).
+///
+/// Skipping unmarked entries in step 2 is exact: bitmaps only fill up during a pass, so an
+/// entry without a common free slot at the start of the chunk still has none when its turn
+/// comes. At load 0.9 about two thirds of the backlogged pairs are blocked. History: the first
+/// form marked the same way but then jumped between the marked entries and copied the blocked
+/// runs down with a loop each; the second served every entry, blocked or not (13-17 % faster
+/// than the first); this one serves only the marked entries and compacts without branches
+/// (serial allocator, 1024 nodes, load 0.9, whole runs: 10-12 % less time than the second,
+/// same schedule).
 #[inline(always)]
 fn sweep_unit_batch<const W: usize>(
     list: &mut Vec<Entry>,
@@ -692,33 +701,75 @@ fn sweep_slices<const W: usize>(
         grants: 0,
         granted: 0,
     };
-    for i in 0..list.len() {
-        let mut e = list[i];
-        let s = (u32::from(e.src) - tx_lo) as usize * W;
-        let d = (u32::from(e.dst) - rx_lo) as usize * W;
-        let mut got = 0u32;
-        for w in 0..W {
-            let (t, r) = (tx[s + w], rx[d + w]);
-            let (take, n) = take_lowest(t & r, e.remaining - got);
-            tx[s + w] = t & !take;
-            rx[d + w] = r & !take;
-            grants[c.grants] = Grant {
-                src: e.src,
-                dst: e.dst,
-                word: w as u16,
-                mask: take,
-            };
-            c.grants += usize::from(take != 0);
-            got += n;
+    let n = list.len();
+    let mut base = 0;
+    while base < n {
+        let end = (base + 64).min(n);
+        // Which entries of the chunk have a common free slot now. Exact for the whole chunk:
+        // bitmaps only fill up during a pass, so an entry blocked now stays blocked.
+        let mut open = 0u64;
+        for (j, e) in list[base..end].iter().enumerate() {
+            let s = (u32::from(e.src) - tx_lo) as usize * W;
+            let d = (u32::from(e.dst) - rx_lo) as usize * W;
+            let mut any = 0;
+            for w in 0..W {
+                any |= tx[s + w] & rx[d + w];
+            }
+            open |= u64::from(any != 0) << j;
         }
-        e.remaining -= got;
-        c.granted += u64::from(got);
-        list[c.kept] = e;
-        c.kept += usize::from(got == 0);
-        moved[c.moved] = e;
-        c.moved += usize::from(got > 0 && e.remaining > 0);
-        spent[c.spent] = e;
-        c.spent += usize::from(e.remaining == 0);
+        // Serve the open ones in order; `left` marks those that got nothing after all (an
+        // earlier entry of the chunk took their slots) and so stay.
+        let mut left = !open;
+        let mut todo = open;
+        while todo != 0 {
+            let j = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            let mut e = list[base + j];
+            let s = (u32::from(e.src) - tx_lo) as usize * W;
+            let d = (u32::from(e.dst) - rx_lo) as usize * W;
+            let mut got = 0u32;
+            for w in 0..W {
+                let (t, r) = (tx[s + w], rx[d + w]);
+                let (take, n) = take_lowest(t & r, e.remaining - got);
+                tx[s + w] = t & !take;
+                rx[d + w] = r & !take;
+                grants[c.grants] = Grant {
+                    src: e.src,
+                    dst: e.dst,
+                    word: w as u16,
+                    mask: take,
+                };
+                c.grants += usize::from(take != 0);
+                got += n;
+            }
+            e.remaining -= got;
+            c.granted += u64::from(got);
+            list[base + j] = e;
+            left |= u64::from(got == 0) << j;
+            moved[c.moved] = e;
+            c.moved += usize::from(got > 0 && e.remaining > 0);
+            spent[c.spent] = e;
+            c.spent += usize::from(e.remaining == 0);
+        }
+        // Compact the entries that stay, in order.
+        let len = end - base;
+        let all = if len == 64 {
+            u64::MAX
+        } else {
+            (1u64 << len) - 1
+        };
+        if left & all == all {
+            if c.kept != base {
+                list.copy_within(base..end, c.kept);
+            }
+            c.kept += len;
+        } else {
+            for j in 0..len {
+                list[c.kept] = list[base + j];
+                c.kept += ((left >> j) & 1) as usize;
+            }
+        }
+        base = end;
     }
     c
 }
