@@ -3,6 +3,7 @@
 //! Thin by design: argument parsing and presentation only; everything else is in the
 //! `dcsim` library. Progress and summaries go to stderr, data to files. Exit codes: 0
 //! success, 1 run failure, 2 usage or configuration error.
+#![forbid(unsafe_code)]
 
 mod bench;
 mod list;

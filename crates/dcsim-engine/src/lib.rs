@@ -14,6 +14,7 @@
 //!
 //! There is no global state: two simulations can run in one process at once.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod id;
 mod rng;

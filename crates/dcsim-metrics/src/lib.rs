@@ -5,6 +5,7 @@
 //! synced, then renamed over the target, so a killed run never leaves a half-written file
 //! that looks complete.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::io::{self, Write};

@@ -11,6 +11,7 @@
 //! within the same event (a zero-time hop). On arrival at a host, [`Network::on_link_arrive`]
 //! returns it to the caller, which hands it to the transport; the transport frees it.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod packet;
 mod port;

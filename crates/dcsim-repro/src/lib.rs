@@ -6,6 +6,7 @@
 //! plot specifications that one plotting script (`validation/plot.py`, matplotlib) turns
 //! into PNG and SVG files.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod common;
 mod fattree;

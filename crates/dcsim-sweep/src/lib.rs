@@ -8,6 +8,7 @@
 //! `summary.json` and a `point.json` equal to the current point is complete and skipped,
 //! so an interrupted sweep resumes where it stopped. The rules are in `docs/sweep.md`.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod index;
 mod plots;

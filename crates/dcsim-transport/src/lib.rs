@@ -5,6 +5,7 @@
 //! a [`FlowCx`] that lets it allocate packets, hand them to its host NIC and arm timers. It
 //! never touches ports or links.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod cc;
 mod flows;

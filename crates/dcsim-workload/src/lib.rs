@@ -41,6 +41,7 @@
 //!
 //! `docs/workloads.md` describes every distribution and pattern with its parameters.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod arrival;
 pub mod cdf;

@@ -37,6 +37,7 @@
 //! assert_eq!(results.summary["data_drops"], 0);
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod results;
 mod scenario;
