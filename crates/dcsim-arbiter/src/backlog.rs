@@ -17,6 +17,7 @@
 //! per grant. Memory: half a byte per pair of the block + 8 bytes per backlogged pair.
 
 use crate::bitmap::SlotBitmaps;
+use crate::isa::{Isa, Portable, Take, lowest_bits};
 use crate::pairs::{Arrival, EPOCH, PairState};
 use crate::types::Grant;
 
@@ -110,6 +111,8 @@ pub(crate) struct Backlog {
     outstanding: u64,
     /// Number of entries in the bins.
     active: u64,
+    /// Instruction-set variant of the unit-link batch pass (same results either way).
+    pub(crate) isa: Isa,
 }
 
 impl Backlog {
@@ -132,6 +135,7 @@ impl Backlog {
             next_batch: 0,
             outstanding: 0,
             active: 0,
+            isa: Isa::detect(),
         }
     }
 
@@ -239,9 +243,10 @@ impl Backlog {
             let mut moved = std::mem::replace(&mut self.moved, Stack::new(Entry::EMPTY));
             let mut spent = std::mem::replace(&mut self.spent, Stack::new(Entry::EMPTY));
             let mut grants = std::mem::replace(&mut self.grants, Stack::new(Grant::EMPTY));
+            let isa = self.isa;
             let mut sweep =
                 |list: &mut Vec<Entry>, moved: &mut Stack<Entry>, spent: &mut Stack<Entry>| {
-                    sweep_unit_batch::<W>(list, moved, spent, &mut grants, tx, rx)
+                    sweep_unit_batch::<W>(isa, list, moved, spent, &mut grants, tx, rx)
                 };
             granted += sweep(&mut self.old, &mut moved, &mut spent);
             for age in (1..BINS as u64).rev() {
@@ -629,7 +634,8 @@ impl<T: Copy> Stack<T> {
 /// per entry:
 /// 1. mark the entries that have a common free slot (one load of each end's bitmap words);
 /// 2. serve the marked ones in order, each the same way whether it gets slots or not: the
-///    common free slots are counted and taken ([`take_lowest`]), both bitmaps written back,
+///    common free slots are counted and taken ([`Take`], one instruction with BMI2), both
+///    bitmaps written back,
 ///    and the grant and the entry routed with conditional appends into buffers reserved
 ///    ahead;
 /// 3. copy the entries that stay down over the ones that left (a block copy when none left).
@@ -644,6 +650,7 @@ impl<T: Copy> Stack<T> {
 /// same schedule).
 #[inline(always)]
 fn sweep_unit_batch<const W: usize>(
+    isa: Isa,
     list: &mut Vec<Entry>,
     moved: &mut Stack<Entry>,
     spent: &mut Stack<Entry>,
@@ -656,14 +663,15 @@ fn sweep_unit_batch<const W: usize>(
     spent.reserve(n);
     grants.reserve(n * W);
     let (t, r) = (tx.lo(), rx.lo());
-    let c = sweep_slices::<W>(
-        list,
-        (tx.unit_words_mut(), t),
-        (rx.unit_words_mut(), r),
-        moved.spare(),
-        spent.spare(),
-        grants.spare(),
-    );
+    let (tx, rx) = ((tx.unit_words_mut(), t), (rx.unit_words_mut(), r));
+    let (moved_to, spent_to, grants_to) = (moved.spare(), spent.spare(), grants.spare());
+    let c = match isa {
+        Isa::Portable => sweep_portable::<W>(list, tx, rx, moved_to, spent_to, grants_to),
+        #[cfg(target_arch = "x86_64")]
+        Isa::Bmi2(b) => {
+            b.run(|b| sweep_slices::<W, _>(b, list, tx, rx, moved_to, spent_to, grants_to))
+        }
+    };
     list.truncate(c.kept);
     moved.advance(c.moved);
     spent.advance(c.spent);
@@ -680,13 +688,28 @@ struct SweepCounts {
     granted: u64,
 }
 
+/// [`sweep_slices`] with baseline instructions.
+#[inline(never)]
+fn sweep_portable<const W: usize>(
+    list: &mut [Entry],
+    tx: (&mut [u64], u32),
+    rx: (&mut [u64], u32),
+    moved: &mut [Entry],
+    spent: &mut [Entry],
+    grants: &mut [Grant],
+) -> SweepCounts {
+    sweep_slices::<W, _>(Portable, list, tx, rx, moved, spent, grants)
+}
+
 /// The loop of [`sweep_unit_batch`] on plain slices: `tx` and `rx` are unit-link bitmaps
 /// (`local node * W + word`) with the first node of their range, and every output has room
-/// for `W` items per entry. A function of its own so that the compiler knows the slices do not
-/// overlap and keeps the counters in registers (working through the structs, it reloaded them
-/// after every store: 3-4 % slower at 1024 nodes and load 0.9).
-#[inline(never)]
-fn sweep_slices<const W: usize>(
+/// for `W` items per entry. Runs inside a function of its own ([`sweep_portable`], or the
+/// feature-enabled one of [`crate::isa::Bmi2::run`]) so that the compiler knows the slices do
+/// not overlap and keeps the counters in registers (working through the structs, it reloaded
+/// them after every store: 3-4 % slower at 1024 nodes and load 0.9).
+#[inline(always)]
+fn sweep_slices<const W: usize, T: Take>(
+    isa: T,
     list: &mut [Entry],
     (tx, tx_lo): (&mut [u64], u32),
     (rx, rx_lo): (&mut [u64], u32),
@@ -730,7 +753,7 @@ fn sweep_slices<const W: usize>(
             let mut got = 0u32;
             for w in 0..W {
                 let (t, r) = (tx[s + w], rx[d + w]);
-                let (take, n) = take_lowest(t & r, e.remaining - got);
+                let (take, n) = isa.take(t & r, e.remaining - got);
                 tx[s + w] = t & !take;
                 rx[d + w] = r & !take;
                 grants[c.grants] = Grant {
@@ -772,18 +795,6 @@ fn sweep_slices<const W: usize>(
         base = end;
     }
     c
-}
-
-/// The `k` lowest common free slots of `m` and their number: all of `m` when it has at most `k`
-/// (blocked entries, and most entries at high load), else [`lowest_bits`]. Tried and not kept:
-/// selecting between "all of `m`" and "a contiguous run" without a branch (9-14 % slower).
-#[inline(always)]
-fn take_lowest(m: u64, k: u32) -> (u64, u32) {
-    let count = m.count_ones();
-    if count <= k {
-        return (m, count);
-    }
-    lowest_bits(m, k)
 }
 
 /// Like [`sweep`], for allocation passes. A branch-free scan of up to 64 entries first marks
@@ -905,30 +916,6 @@ pub(crate) fn serve<const W: usize, const UNIT: bool>(
     (got, if got > 0 { Fate::Moved } else { Fate::Kept })
 }
 
-/// The `k` lowest set bits of `m` (all of `m` if it has at most `k`) and how many that is.
-///
-/// A loop of `min(k, popcount(m))` steps rather than a popcount: the default x86-64 target has
-/// no `popcnt` instruction, and demands are small (mean 10), so the loop is the cheaper way.
-#[inline(always)]
-pub(crate) fn lowest_bits(m: u64, k: u32) -> (u64, u32) {
-    // Fast path: the k slots from the lowest free one are all free (the usual case while the
-    // batch is still empty). `k < 64` keeps the shift in range.
-    if k < 64 && m != 0 {
-        let (tz, ones) = (m.trailing_zeros(), (1u64 << k) - 1);
-        let run = ones << tz;
-        if run >> tz == ones && run & m == run {
-            return (run, k);
-        }
-    }
-    let mut rest = m;
-    let mut n = 0;
-    while n < k && rest != 0 {
-        rest &= rest - 1;
-        n += 1;
-    }
-    (m ^ rest, n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -946,13 +933,6 @@ mod tests {
         b.begin(batch);
         b.allocate::<1, true>(batch, &mut tx, &mut rx, 1, 0, &mut out);
         out
-    }
-
-    #[test]
-    fn lowest_bits_takes_k_lowest() {
-        assert_eq!(lowest_bits(0b1011_0110, 2), (0b0000_0110, 2));
-        assert_eq!(lowest_bits(0b1011_0110, 9), (0b1011_0110, 5));
-        assert_eq!(lowest_bits(0b1, 0), (0, 0));
     }
 
     #[test]
@@ -985,12 +965,14 @@ mod tests {
     /// representation (`levels`: the general one, which sends the batch-mode pass down the
     /// general path) and returns every batch's grants and the backlog's order afterwards.
     fn schedule<const W: usize, const UNIT: bool>(
+        isa: Isa,
         nodes: u32,
         batches: &[Vec<(u32, u32, u32)>],
     ) -> Vec<(Vec<Grant>, Vec<Entry>)> {
         let caps = vec![1u16; nodes as usize];
         let caps = (!UNIT).then_some(&caps[..]);
         let mut b = Backlog::new(0, nodes, 0, nodes);
+        b.isa = isa;
         let mut result = Vec::new();
         for batch in 0..batches.len() as u64 + 12 {
             for &(s, d, n) in batches.get(batch as usize).map_or(&[][..], |v| &v[..]) {
@@ -1015,7 +997,8 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
         /// The branch-free unit-link pass makes exactly the choices of the general pass: the
-        /// same grants in the same order, and the same backlog order after every batch.
+        /// same grants in the same order, and the same backlog order after every batch, with
+        /// either instruction-set variant.
         #[test]
         fn unit_link_pass_matches_general_pass(
             nodes in 2u32..40,
@@ -1024,9 +1007,38 @@ mod tests {
                 1..8,
             ),
         ) {
-            proptest::prop_assert_eq!(schedule::<1, true>(nodes, &batches), schedule::<1, false>(nodes, &batches));
-            proptest::prop_assert_eq!(schedule::<2, true>(nodes, &batches), schedule::<2, false>(nodes, &batches));
-            proptest::prop_assert_eq!(schedule::<4, true>(nodes, &batches), schedule::<4, false>(nodes, &batches));
+            for isa in [Isa::Portable, Isa::detect()] {
+                proptest::prop_assert_eq!(schedule::<1, true>(isa, nodes, &batches), schedule::<1, false>(isa, nodes, &batches));
+                proptest::prop_assert_eq!(schedule::<2, true>(isa, nodes, &batches), schedule::<2, false>(isa, nodes, &batches));
+                proptest::prop_assert_eq!(schedule::<4, true>(isa, nodes, &batches), schedule::<4, false>(isa, nodes, &batches));
+            }
         }
+    }
+
+    /// The detected variant (BMI2 on CI's machine, and under Miri with the features enabled)
+    /// schedules exactly as the portable one, over enough demand that lists span several
+    /// 64-entry chunks and entries are both blocked and partly served. Small enough for Miri.
+    #[test]
+    fn detected_pass_matches_portable_pass() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as u32
+        };
+        let batches: Vec<Vec<_>> = (0..4)
+            .map(|_| {
+                (0..150)
+                    .map(|_| (next(24), next(24), 1 + next(90)))
+                    .collect()
+            })
+            .collect();
+        let portable = schedule::<1, true>(Isa::Portable, 24, &batches);
+        assert_eq!(schedule::<1, true>(Isa::detect(), 24, &batches), portable);
+        assert!(
+            portable.iter().any(|(_, order)| order.len() > 128),
+            "lists span chunks"
+        );
     }
 }

@@ -53,8 +53,11 @@
 //!   left has a slot free at both its ends.
 //! * [`Allocator`] is deterministic: the same calls give the same allocations. Of the engines,
 //!   all but `Pipelined` are deterministic for a given thread count.
-//! * No `unsafe` code (the workspace forbids it) and no global state.
+//! * No global state, and no `unsafe` code except two blocks in the private `isa` module
+//!   that call a BMI2 instruction after checking the CPU has it (see that module and
+//!   `docs/adr/0003-unsafe-for-bit-deposit.md`); every other crate forbids `unsafe`.
 #![warn(missing_docs, unreachable_pub)]
+#![deny(unsafe_code)]
 
 mod allocator;
 mod backlog;
@@ -62,6 +65,7 @@ pub mod bench;
 mod bitmap;
 pub mod check;
 pub mod engine;
+mod isa;
 mod pairs;
 pub mod path;
 mod trace;

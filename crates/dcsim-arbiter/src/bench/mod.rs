@@ -212,6 +212,10 @@ pub struct Machine {
     pub cpu_model: Option<String>,
     /// Whether this was an optimised build (`debug_assertions` off).
     pub release_build: bool,
+    /// Instruction-set variant of the allocation pass this CPU runs: `"bmi2-pdep"` or
+    /// `"portable"` (same schedules; see the `isa` module).
+    #[serde(default)]
+    pub pass: String,
 }
 
 /// Result for one node count, architecture and thread count.
@@ -672,6 +676,7 @@ fn machine() -> Machine {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_model,
         release_build: !cfg!(debug_assertions),
+        pass: crate::isa::Isa::detect().name().to_string(),
     }
 }
 
@@ -682,10 +687,11 @@ impl BenchReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "dcsim arbiter-bench: {} cpu(s) {}{}, {} ms arbiter time per run, median of {} run(s) \
-             per trial, median of {} search(es)",
+            "dcsim arbiter-bench: {} cpu(s) {} (pass: {}){}, {} ms arbiter time per run, median of \
+             {} run(s) per trial, median of {} search(es)",
             self.machine.cpus,
             self.machine.cpu_model.as_deref().unwrap_or("unknown cpu"),
+            self.machine.pass,
             if self.machine.release_build {
                 ""
             } else {

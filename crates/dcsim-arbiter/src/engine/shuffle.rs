@@ -30,9 +30,10 @@ use crossbeam::channel::{Receiver, Sender, unbounded};
 
 use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
-use crate::backlog::{Backlog, lowest_bits};
+use crate::backlog::Backlog;
 use crate::bench::splitmix;
 use crate::bitmap::SlotBitmaps;
+use crate::isa::lowest_bits;
 use crate::trace::{Feed, FeedPart};
 use crate::types::Grant;
 
