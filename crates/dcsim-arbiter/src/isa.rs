@@ -224,8 +224,9 @@ mod tests {
     fn bmi2_takes_what_portable_takes() {
         let Some(isa) = Bmi2::detect() else {
             // Under Miri with the features enabled (CI) detection must succeed.
-            #[cfg(all(miri, target_feature = "bmi2"))]
-            panic!("Miri with BMI2 enabled did not detect it");
+            if cfg!(all(miri, target_feature = "bmi2")) {
+                panic!("Miri with BMI2 enabled did not detect it");
+            }
             eprintln!("no fast BMI2 on this CPU: pdep variant not tested");
             return;
         };
