@@ -40,6 +40,7 @@ fn main() {
             "--sample-every" => cfg.sample_every = parse(&value()),
             "--contention-load" => cfg.contention_load = Some(parse(&value())),
             "--no-contention" => cfg.contention_load = None,
+            "--portable-pass" => cfg.portable_pass = true,
             "--json" => json = Some(value()),
             "--quick" => cfg.quick = true,
             "--help" | "-h" => usage(""),
@@ -91,7 +92,7 @@ fn usage(msg: &str) -> ! {
          [--runs 3] [--repeats 3] [--seed 1] [--batch-slots 64] [--load F] [--resolution F] \
          [--fairness batch|rr:Q:R] [--parallel-rounds 2] [--max-growth 0.01] \
          [--max-retries 5] [--sample-every 16] [--contention-load 0.8 | --no-contention] \
-         [--json FILE]"
+         [--portable-pass] [--json FILE]"
     );
     std::process::exit(2);
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backlog::{Backlog, DemandError};
 use crate::bitmap::SlotBitmaps;
+use crate::isa::Isa;
 use crate::types::{Allocation, Demand, Grant, MAX_NODES, NodeId, Timeslot};
 
 /// How the slots of one batch are shared among pairs that compete for them.
@@ -53,6 +54,11 @@ pub struct AllocatorConfig {
     pub links: Vec<u16>,
     /// How competing pairs share a batch. Default [`Fairness::Batch`].
     pub fairness: Fairness,
+    /// Run the allocation pass with baseline instructions even where the CPU has a fast BMI2
+    /// `pdep` (chosen automatically otherwise). Same schedules either way; for comparing
+    /// machines. Default false.
+    #[serde(default)]
+    pub portable_pass: bool,
 }
 
 impl AllocatorConfig {
@@ -63,6 +69,16 @@ impl AllocatorConfig {
             batch_slots: 64,
             links: Vec::new(),
             fairness: Fairness::Batch,
+            portable_pass: false,
+        }
+    }
+
+    /// The instruction-set variant of the pass this configuration runs on this CPU.
+    pub(crate) fn isa(&self) -> Isa {
+        if self.portable_pass {
+            Isa::Portable
+        } else {
+            Isa::detect()
         }
     }
 
@@ -250,7 +266,7 @@ impl Allocator {
         let n = config.nodes;
         Ok(Self {
             config: config.clone(),
-            backlog: Backlog::new(0, n, 0, n),
+            backlog: Backlog::new(0, n, 0, n, config.isa()),
             tx: SlotBitmaps::new(0, n, words, config.caps(0, n)),
             rx: SlotBitmaps::new(0, n, words, config.caps(0, n)),
             next_batch: 0,

@@ -115,6 +115,10 @@ enum Cmd {
         /// Write the full report as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Allocate with baseline instructions even where the CPU has a fast BMI2 `pdep`
+        /// (same schedules; for comparing machines).
+        #[arg(long)]
+        portable_pass: bool,
         /// A few-second configuration (CI).
         #[arg(long)]
         quick: bool,
@@ -184,6 +188,7 @@ fn main() -> ExitCode {
             load,
             seed,
             json,
+            portable_pass,
             quick,
         } => {
             let mut cfg = dcsim_arbiter::bench::BenchConfig {
@@ -195,6 +200,7 @@ fn main() -> ExitCode {
                 load,
                 seed,
                 quick,
+                portable_pass,
                 ..Default::default()
             };
             if !arch.is_empty() {

@@ -99,6 +99,9 @@ pub struct BenchConfig {
     /// contention (at the sustainable load pairs rarely wait long enough to contend).
     /// Default 0.8; `None` skips it.
     pub contention_load: Option<f64>,
+    /// Run the allocation pass with baseline instructions even where the CPU has a fast BMI2
+    /// `pdep` ([`crate::AllocatorConfig::portable_pass`]). Default false.
+    pub portable_pass: bool,
     /// Quick mode: overrides the above with a few-second configuration (256 nodes, 5 ms runs,
     /// one run per trial, resolution 1/16), for CI and smoke tests.
     pub quick: bool,
@@ -125,6 +128,7 @@ impl Default for BenchConfig {
             max_growth: 0.01,
             sample_every: 16,
             contention_load: Some(0.8),
+            portable_pass: false,
             quick: false,
         }
     }
@@ -316,7 +320,7 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, BenchError> {
         paths.extend(paths::measure(&cfg, &trace, nodes)?);
     }
     Ok(BenchReport {
-        machine: machine(),
+        machine: machine(&cfg),
         definition: DEFINITION.to_string(),
         rows,
         paths,
@@ -380,6 +384,7 @@ fn measure(
     let mut ecfg = EngineConfig::new(arch, threads, nodes);
     ecfg.allocator.batch_slots = cfg.batch_slots;
     ecfg.allocator.fairness = cfg.fairness;
+    ecfg.allocator.portable_pass = cfg.portable_pass;
     ecfg.parallel_rounds = cfg.parallel_rounds;
     ecfg.seed = cfg.seed;
     let engine = Engine::new(ecfg.clone())?;
@@ -665,7 +670,7 @@ impl CpuSample {
     }
 }
 
-fn machine() -> Machine {
+fn machine(cfg: &BenchConfig) -> Machine {
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|s| {
         s.lines()
             .find(|l| l.starts_with("model name"))
@@ -676,7 +681,13 @@ fn machine() -> Machine {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_model,
         release_build: !cfg!(debug_assertions),
-        pass: crate::isa::Isa::detect().name().to_string(),
+        pass: crate::AllocatorConfig {
+            portable_pass: cfg.portable_pass,
+            ..crate::AllocatorConfig::new(2)
+        }
+        .isa()
+        .name()
+        .to_string(),
     }
 }
 

@@ -54,7 +54,7 @@ pub(super) fn run(cfg: &EngineConfig, k: usize, words: usize, feed: &Feed) -> Ve
                         rounds: if k == 1 { 1 } else { cfg.parallel_rounds },
                         feed,
                         shared,
-                        backlog: Backlog::new(lo, gn, 0, n as u32),
+                        backlog: Backlog::new(lo, gn, 0, n as u32, cfg.allocator.isa()),
                         tx: SlotBitmaps::new(lo, gn, words, None),
                         rx: SlotBitmaps::new(0, n as u32, words, None),
                         tentative: Vec::new(),

@@ -108,7 +108,7 @@ impl<'a> Worker<'a> {
         let (lo, n) = (g[i].start, g[i].len() as u32);
         let blocks = g
             .iter()
-            .map(|d| Backlog::new(lo, n, d.start, d.len() as u32))
+            .map(|d| Backlog::new(lo, n, d.start, d.len() as u32, cfg.allocator.isa()))
             .collect();
         let tx = SlotBitmaps::new(lo, n, words, cfg.allocator.caps(lo, n));
         let (dlo, dn) = (g[i].start, g[i].len() as u32);

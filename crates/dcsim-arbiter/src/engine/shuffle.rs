@@ -221,7 +221,13 @@ impl<'a> BacklogStage<'a> {
         Self {
             lane,
             part: &feed.parts[lane],
-            backlog: Backlog::new(g.start, g.len() as u32, 0, cfg.allocator.nodes),
+            backlog: Backlog::new(
+                g.start,
+                g.len() as u32,
+                0,
+                cfg.allocator.nodes,
+                cfg.allocator.isa(),
+            ),
             next_window: 0,
             batches: feed.batches,
         }

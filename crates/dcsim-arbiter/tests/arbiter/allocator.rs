@@ -205,9 +205,10 @@ proptest! {
     /// waiting pair with a slot free at both ends, and all demand is served after a drain.
     #[test]
     fn random_demands_give_valid_maximal_schedules(
-        (nodes, batch_slots, links, fairness, batches) in scenario()
+        (nodes, batch_slots, links, fairness, batches) in scenario(),
+        portable_pass in any::<bool>(),
     ) {
-        let cfg = AllocatorConfig { nodes, batch_slots, links: links.clone(), fairness };
+        let cfg = AllocatorConfig { nodes, batch_slots, links: links.clone(), fairness, portable_pass };
         let mut a = Allocator::new(&cfg).unwrap();
         let mut checker = ScheduleChecker::new(nodes, &links);
         let mut model = Outstanding::default();
