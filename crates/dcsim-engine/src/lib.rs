@@ -10,7 +10,8 @@
 //! - [`TimerTable`]: per-owner timers with lazy cancel and lazy re-arm, so a timer costs one
 //!   heap entry per firing rather than one per re-arm;
 //! - [`RngTree`]: one seed per run, an independent random stream per component;
-//! - [`define_id!`]: typed `u32` arena indices.
+//! - [`define_id!`]: typed `u32` arena indices;
+//! - [`spec`]: how scenario files name and configure plug-ins (`kind = "..."`).
 //!
 //! There is no global state: two simulations can run in one process at once.
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@
 mod id;
 mod rng;
 mod sched;
+pub mod spec;
 mod time;
 mod timer;
 pub mod units;
