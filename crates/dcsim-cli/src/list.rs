@@ -1,5 +1,6 @@
 //! `dcsim list`: what a scenario can name, and the example scenarios.
 
+use dcsim::engine::spec::Kind;
 use dcsim::net::TopologySpec;
 use dcsim::net::qdisc::QdiscSpec;
 use dcsim::transport::TransportSpec;
@@ -34,7 +35,7 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
-fn section(title: &str, rows: &[(&str, &str)]) {
+fn section<'a>(title: &str, rows: impl IntoIterator<Item = (&'a str, &'a str)>) {
     println!("{title}:");
     for (k, d) in rows {
         println!("  {k:<16} {d}");
@@ -42,14 +43,27 @@ fn section(title: &str, rows: &[(&str, &str)]) {
     println!();
 }
 
+fn kinds(k: &'static [Kind]) -> impl Iterator<Item = (&'static str, &'static str)> {
+    k.iter().map(|k| (k.name, k.about))
+}
+
 pub(crate) fn print() {
-    section("topologies (topology.kind)", TopologySpec::KINDS);
-    section("transports (transport.kind)", TransportSpec::KINDS);
-    section("congestion control (transport.cc)", CcSpec::KINDS);
-    section("queue disciplines (queue.kind, nic.kind)", QdiscSpec::KINDS);
+    section(
+        "topologies (topology.kind)",
+        TopologySpec::KINDS.iter().copied(),
+    );
+    section(
+        "transports (transport.kind)",
+        TransportSpec::KINDS.iter().copied(),
+    );
+    section("congestion control (transport.cc)", kinds(CcSpec::KINDS));
+    section(
+        "queue disciplines (queue.kind, nic.kind)",
+        kinds(QdiscSpec::KINDS),
+    );
     section(
         "traffic patterns (generators[].pattern.kind)",
-        GeneratorSpec::KINDS,
+        GeneratorSpec::KINDS.iter().copied(),
     );
     println!("experiments (dcsim repro NAME [--quick]):");
     for e in dcsim_repro::EXPERIMENTS {

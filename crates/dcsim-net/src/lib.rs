@@ -550,9 +550,9 @@ mod tests {
 
     fn net(spec: TopologySpec, mode: RoutingMode) -> Network {
         let g = spec.build().unwrap();
-        let q = QdiscSpec::Droptail {
+        let q = QdiscSpec::DropTail(qdisc::DropTailConfig {
             buffer: Amount::Packets(100),
-        };
+        });
         Network::uniform(&g, RoutingSpec { mode, salt: 0 }, &q, &RngTree::new(0)).unwrap()
     }
 
@@ -641,9 +641,6 @@ mod tests {
     /// Hides that the inner discipline is a FIFO, so its port dequeues with events.
     struct Evented(Qdisc);
     impl qdisc::QueueDisc for Evented {
-        fn name(&self) -> &'static str {
-            self.0.name()
-        }
         fn enqueue(&mut self, pkt: PacketId, cx: &mut qdisc::QdiscCx<'_>) -> qdisc::Verdict {
             self.0.enqueue(pkt, cx)
         }
@@ -662,16 +659,16 @@ mod tests {
     /// the ECT packets, dropping the others early) from 2 to 6 packets; 12-packet buffers.
     fn fifo_specs() -> [QdiscSpec; 2] {
         [
-            QdiscSpec::Ecn {
+            QdiscSpec::Ecn(qdisc::EcnConfig {
                 buffer: Amount::Packets(12),
                 mark_threshold: Amount::Packets(4),
-            },
-            QdiscSpec::Red(qdisc::RedSpec {
+            }),
+            QdiscSpec::Red(qdisc::RedConfig {
                 buffer: Amount::Packets(12),
                 min_th: Amount::Packets(2),
                 max_th: Amount::Packets(6),
                 weight: 0.2,
-                ..qdisc::RedSpec::default()
+                ..qdisc::RedConfig::default()
             }),
         ]
     }

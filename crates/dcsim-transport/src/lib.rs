@@ -150,10 +150,7 @@ impl TransportSpec {
     /// Short name for output ("dctcp", "reno").
     pub fn label(&self) -> &'static str {
         match self {
-            Self::Tcp(c) => match c.cc {
-                cc::CcSpec::Reno => "reno",
-                cc::CcSpec::Dctcp(_) => "dctcp",
-            },
+            Self::Tcp(c) => c.cc.name(),
             Self::Expresspass(_) => "expresspass",
         }
     }

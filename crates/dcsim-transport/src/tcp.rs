@@ -125,7 +125,7 @@ impl TcpConfig {
 
     /// Whether data packets are ECN-capable.
     pub fn ecn_enabled(&self) -> bool {
-        self.ecn.unwrap_or_else(|| self.cc.wants_ecn())
+        self.ecn.unwrap_or_else(|| self.cc.uses_ecn())
     }
 
     /// Wire bytes of a full-size data segment.

@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use dcsim_engine::{ByteSize, Dur, RngTree, Time};
-use dcsim_net::qdisc::{Amount, QdiscSpec};
+use dcsim_net::qdisc::{Amount, DropTailConfig, EcnConfig, PortFeatures, QdiscSpec};
 use dcsim_net::{Graph, HostId, RoutingSpec, TopologySpec};
 use dcsim_transport::{FlowSpec, TransportSpec};
 use dcsim_workload::{FlowSize, FlowSource, GeneratorSpec, SourceCx};
@@ -75,18 +75,18 @@ fn schema_version() -> u32 {
 /// baselines (250-packet buffers, K = 65 packets). Packets that are not ECN-capable see a
 /// plain drop-tail queue.
 pub fn default_queue() -> QdiscSpec {
-    QdiscSpec::Ecn {
+    QdiscSpec::Ecn(EcnConfig {
         buffer: Amount::Bytes(250 * 1538),
         mark_threshold: Amount::Packets(65),
-    }
+    })
 }
 
 /// The default NIC queue: drop-tail, 1000 full frames (the ExpressPass fat-tree script's
 /// host buffer).
 pub fn default_nic() -> QdiscSpec {
-    QdiscSpec::Droptail {
+    QdiscSpec::DropTail(DropTailConfig {
         buffer: Amount::Bytes(1000 * 1538),
-    }
+    })
 }
 
 /// Run settings.
@@ -411,7 +411,7 @@ impl ScenarioSpec {
                      (data must take the reverse path of its credits)"
                     .into()));
             }
-            if !spec.queue.shapes_credits() {
+            if !spec.queue.features().contains(PortFeatures::CREDIT_SHAPING) {
                 return Err(err(
                     "queue.kind: ExpressPass needs \"credit-shaper\" on switch ports \
                      (credits must be rate-limited at every hop)"

@@ -4,14 +4,17 @@
 use dcsim_engine::{Rate, Time};
 use serde::{Deserialize, Serialize};
 
-use super::{Amount, DropReason, Fifo, Qdisc, QdiscCx, QdiscSpec, QueueDisc, Verdict, class_of};
+use super::{
+    Amount, BuildCx, Discipline, DropReason, Fifo, PortFeatures, Qdisc, QdiscCx, QdiscSpec,
+    QueueDisc, Verdict, class_of, nonzero,
+};
 use crate::wire::{MAX_WIRE_BYTES, MIN_WIRE_BYTES};
 use crate::{Class, PacketId};
 
 /// Credit-shaper parameters as written in a scenario (`kind = "credit-shaper"`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CreditShaperSpec {
+pub struct CreditShaperConfig {
     /// Credit queue capacity: credits (`"8pkts"`) or bytes. Arrivals beyond it are dropped.
     /// Default 8 credits (ExpressPass SIGCOMM'17 testbed and fat-tree script).
     #[serde(default = "default_credit_buffer")]
@@ -44,12 +47,12 @@ fn default_credit_size() -> dcsim_engine::ByteSize {
     dcsim_engine::ByteSize(u64::from(MIN_WIRE_BYTES))
 }
 fn default_inner() -> Box<QdiscSpec> {
-    Box::new(QdiscSpec::Droptail {
+    Box::new(QdiscSpec::DropTail(super::DropTailConfig {
         buffer: Amount::Bytes(100 * u64::from(MAX_WIRE_BYTES)),
-    })
+    }))
 }
 
-impl Default for CreditShaperSpec {
+impl Default for CreditShaperConfig {
     fn default() -> Self {
         Self {
             credit_buffer: default_credit_buffer(),
@@ -61,8 +64,9 @@ impl Default for CreditShaperSpec {
     }
 }
 
-impl CreditShaperSpec {
-    pub(crate) fn validate(&self) -> Result<(), String> {
+impl CreditShaperConfig {
+    fn validate(&self) -> Result<(), String> {
+        nonzero(&self.credit_buffer, "credit_buffer")?;
         if self.credit_size.0 == 0 {
             return Err("credit_size: must be greater than zero".into());
         }
@@ -181,10 +185,23 @@ impl CreditShaper {
     }
 }
 
-impl QueueDisc for CreditShaper {
-    fn name(&self) -> &'static str {
-        "credit-shaper"
+impl Discipline for CreditShaper {
+    const NAME: &'static str = "credit-shaper";
+    const ABOUT: &'static str =
+        "ExpressPass: credit queue + token bucket at 84/(84+1538) of the line, then data";
+    type Config = CreditShaperConfig;
+    fn build(cfg: &CreditShaperConfig, cx: &BuildCx<'_>) -> Self {
+        cfg.build(cx.inner(&cfg.inner), cx.line)
     }
+    fn validate(cfg: &CreditShaperConfig) -> Result<(), String> {
+        cfg.validate()
+    }
+    fn features(cfg: &CreditShaperConfig) -> PortFeatures {
+        PortFeatures::CREDIT_SHAPING | cfg.inner.features()
+    }
+}
+
+impl QueueDisc for CreditShaper {
     #[inline]
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         let (class, size) = class_of(cx.pool, pkt);
@@ -243,10 +260,10 @@ mod tests {
     use crate::Ecn;
 
     fn shaper(burst_credits: u64, buffer_credits: u64) -> CreditShaper {
-        let spec = CreditShaperSpec {
+        let spec = CreditShaperConfig {
             credit_burst: Amount::Packets(burst_credits),
             credit_buffer: Amount::Packets(buffer_credits),
-            ..CreditShaperSpec::default()
+            ..CreditShaperConfig::default()
         };
         let inner = spec.inner.build(&RngTree::new(0), 0, Rate::from_gbps(10));
         spec.build(inner, Rate::from_gbps(10))
@@ -254,7 +271,7 @@ mod tests {
 
     #[test]
     fn credit_share_is_84_over_1622_and_matches_ns2_at_10g() {
-        let s = CreditShaperSpec::default();
+        let s = CreditShaperConfig::default();
         assert_eq!(s.share(), (84, 1622));
         // ns-2's token_refresh_rate_ for 10G: 64,734,895 B/s.
         let mut q = shaper(1_000_000, 8);

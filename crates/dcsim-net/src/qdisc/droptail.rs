@@ -1,7 +1,17 @@
 //! First in, first out, with tail drop.
 
-use super::{Amount, DropReason, Fifo, QdiscCx, QueueDisc, Verdict};
+use serde::{Deserialize, Serialize};
+
+use super::{Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, nonzero};
 use crate::PacketId;
+
+/// Drop-tail parameters (`kind = "droptail"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropTailConfig {
+    /// Buffer limit (bytes or packets).
+    pub buffer: Amount,
+}
 
 /// FIFO that refuses a packet which would take the backlog over `limit`.
 #[derive(Debug)]
@@ -20,10 +30,19 @@ impl DropTail {
     }
 }
 
-impl QueueDisc for DropTail {
-    fn name(&self) -> &'static str {
-        "droptail"
+impl Discipline for DropTail {
+    const NAME: &'static str = "droptail";
+    const ABOUT: &'static str = "FIFO with tail drop at a byte or packet limit";
+    type Config = DropTailConfig;
+    fn build(cfg: &DropTailConfig, _cx: &BuildCx<'_>) -> Self {
+        Self::new(cfg.buffer)
     }
+    fn validate(cfg: &DropTailConfig) -> Result<(), String> {
+        nonzero(&cfg.buffer, "buffer")
+    }
+}
+
+impl QueueDisc for DropTail {
     #[inline]
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         let size = cx.pool.get(pkt).wire_bytes;

@@ -1,7 +1,19 @@
 //! DCTCP-style ECN marking on the instantaneous queue.
 
-use super::{Amount, DropReason, Fifo, QdiscCx, QueueDisc, Verdict};
+use serde::{Deserialize, Serialize};
+
+use super::{Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, nonzero};
 use crate::PacketId;
+
+/// ECN-threshold parameters (`kind = "ecn"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnConfig {
+    /// Buffer limit (bytes or packets).
+    pub buffer: Amount,
+    /// DCTCP's K: mark when the instantaneous queue, before this packet, is ≥ K.
+    pub mark_threshold: Amount,
+}
 
 /// Drop-tail FIFO that CE-marks an ECT packet when, at its arrival, the queue already holds
 /// at least `k` (DCTCP, Alizadeh et al. SIGCOMM'10 §3.1: "mark when the instantaneous queue
@@ -27,10 +39,20 @@ impl EcnThreshold {
     }
 }
 
-impl QueueDisc for EcnThreshold {
-    fn name(&self) -> &'static str {
-        "ecn"
+impl Discipline for EcnThreshold {
+    const NAME: &'static str = "ecn";
+    const ABOUT: &'static str =
+        "drop-tail plus CE marking when the instantaneous queue >= K (DCTCP)";
+    type Config = EcnConfig;
+    fn build(cfg: &EcnConfig, _cx: &BuildCx<'_>) -> Self {
+        Self::new(cfg.buffer, cfg.mark_threshold)
     }
+    fn validate(cfg: &EcnConfig) -> Result<(), String> {
+        nonzero(&cfg.buffer, "buffer")
+    }
+}
+
+impl QueueDisc for EcnThreshold {
     #[inline]
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         let size = cx.pool.get(pkt).wire_bytes;

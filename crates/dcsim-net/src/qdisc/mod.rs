@@ -2,8 +2,8 @@
 //!
 //! A [`crate::Port`] owns the mechanism (transmitter, its one pending event, counters,
 //! freeing dropped packets); a queue discipline owns only admission, ordering and marking
-//! ([`QueueDisc`]). Adding one means a new file here implementing the trait, one variant in
-//! [`Qdisc`] and one in [`QdiscSpec`].
+//! ([`QueueDisc`]). Adding one means a new file here implementing [`QueueDisc`] and
+//! [`Discipline`], plus one line in the `disciplines!` registry.
 //!
 //! | kind | file | what it does |
 //! |---|---|---|
@@ -22,15 +22,17 @@ use core::fmt;
 use core::str::FromStr;
 use std::collections::VecDeque;
 
+use dcsim_engine::spec::{self, Kind};
 use dcsim_engine::units::{SIZE_UNITS, UnitError, parse_quantity};
 use dcsim_engine::{ByteSize, Rate, RngTree, Time};
-use serde::{Deserialize, Serialize};
+use serde::de::{self, DeserializeOwned};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use credit::{CreditShaper, CreditShaperSpec};
-pub use droptail::DropTail;
-pub use ecn::EcnThreshold;
-pub use prio::Prio;
-pub use red::{Red, RedSpec};
+pub use credit::{CreditShaper, CreditShaperConfig};
+pub use droptail::{DropTail, DropTailConfig};
+pub use ecn::{EcnConfig, EcnThreshold};
+pub use prio::{Prio, PrioConfig};
+pub use red::{Red, RedConfig};
 
 use crate::{Class, Ecn, PacketId, PacketPool};
 
@@ -84,8 +86,6 @@ impl QdiscCx<'_> {
 
 /// Admission, ordering and marking policy of one port.
 pub trait QueueDisc {
-    /// Stable lowercase name used in scenario files and output ("red").
-    fn name(&self) -> &'static str;
     /// Offers a packet. On [`Verdict::Drop`] the caller still owns the packet.
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict;
     /// The next packet to transmit. `None` means empty *or* nothing eligible yet (see
@@ -185,14 +185,14 @@ impl fmt::Debug for Amount {
     }
 }
 impl Serialize for Amount {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 impl<'de> Deserialize<'de> for Amount {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        s.parse().map_err(de::Error::custom)
     }
 }
 
@@ -247,181 +247,229 @@ impl Fifo {
     }
 }
 
-/// Statically dispatched queue discipline of a port.
-pub enum Qdisc {
+/// A queue discipline that scenarios can name: its name, its parameters and how to build
+/// it. Implementing this in the discipline's own file and adding one line to the
+/// `disciplines!` registry below is all a new discipline needs; the scenario syntax,
+/// validation, `dcsim list` and dispatch all come from here.
+pub trait Discipline: QueueDisc + Sized {
+    /// Name in scenario files (`kind = "red"`).
+    const NAME: &'static str;
+    /// One line for `dcsim list`.
+    const ABOUT: &'static str;
+    /// Parameters; `Default` gives the documented defaults where a parameter has one.
+    type Config: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned;
+    /// The discipline of one port.
+    fn build(cfg: &Self::Config, cx: &BuildCx<'_>) -> Self;
+    /// Checks parameter ranges; the error starts with the parameter's name.
+    fn validate(_cfg: &Self::Config) -> Result<(), String> {
+        Ok(())
+    }
+    /// What ports with this discipline do besides queueing, including what its inner
+    /// disciplines do.
+    fn features(_cfg: &Self::Config) -> PortFeatures {
+        PortFeatures::empty()
+    }
+}
+
+/// A boxed discipline is registered like the discipline itself (large or rare disciplines
+/// are boxed so that ports stay small).
+impl<T: Discipline> Discipline for Box<T> {
+    const NAME: &'static str = T::NAME;
+    const ABOUT: &'static str = T::ABOUT;
+    type Config = T::Config;
+    fn build(cfg: &Self::Config, cx: &BuildCx<'_>) -> Self {
+        Self::new(T::build(cfg, cx))
+    }
+    fn validate(cfg: &Self::Config) -> Result<(), String> {
+        T::validate(cfg)
+    }
+    fn features(cfg: &Self::Config) -> PortFeatures {
+        T::features(cfg)
+    }
+}
+
+impl<T: QueueDisc + ?Sized> QueueDisc for Box<T> {
+    #[inline]
+    fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
+        (**self).enqueue(pkt, cx)
+    }
+    #[inline]
+    fn dequeue(&mut self, cx: &mut QdiscCx<'_>) -> Option<PacketId> {
+        (**self).dequeue(cx)
+    }
+    #[inline]
+    fn backlog_bytes(&self) -> u64 {
+        (**self).backlog_bytes()
+    }
+    #[inline]
+    fn backlog_pkts(&self) -> u32 {
+        (**self).backlog_pkts()
+    }
+    #[inline]
+    fn next_wakeup(&self, now: Time) -> Option<Time> {
+        (**self).next_wakeup(now)
+    }
+    fn is_fifo(&self) -> bool {
+        (**self).is_fifo()
+    }
+}
+
+bitflags::bitflags! {
+    /// What a port does besides queueing, for protocols that need it of every port
+    /// (declared by the discipline, checked against the transports' needs when a scenario
+    /// is built).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct PortFeatures: u32 {
+        /// Credits are rate-limited to their share of the link (ExpressPass).
+        const CREDIT_SHAPING = 1;
+    }
+}
+
+impl PortFeatures {
+    /// What each feature is called in messages, and a discipline that provides it.
+    pub const DESCRIPTIONS: &'static [(Self, &'static str, &'static str)] =
+        &[(Self::CREDIT_SHAPING, "credit shaping", "credit-shaper")];
+}
+
+/// What building a port's discipline may use.
+pub struct BuildCx<'a> {
+    /// The run's random streams; a discipline draws from its stream for this port.
+    pub rng: &'a RngTree,
+    /// The port's number.
+    pub port: u64,
+    /// The port's line rate.
+    pub line: Rate,
+}
+
+impl BuildCx<'_> {
+    /// Builds an inner discipline of the same port.
+    pub fn inner(&self, spec: &QdiscSpec) -> Qdisc {
+        spec.build(self.rng, self.port, self.line)
+    }
+}
+
+/// The registry: one line per discipline, `Variant(path::Type)` (a `Box` for large or rare
+/// ones). Generates [`Qdisc`] (static dispatch, plus `Custom` for disciplines out of tree)
+/// and [`QdiscSpec`] (the scenario syntax).
+macro_rules! disciplines {
+    ($($(#[$doc:meta])* $V:ident($T:ty)),+ $(,)?) => {
+        /// Statically dispatched queue discipline of a port.
+        pub enum Qdisc {
+            $($(#[$doc])* $V($T),)+
+            /// A discipline from outside this crate.
+            Custom(Box<dyn QueueDisc + Send>),
+        }
+
+        impl Qdisc {
+            /// The discipline's name (`"custom"` for one from outside the registry).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$V(_) => <$T as Discipline>::NAME,)+
+                    Self::Custom(_) => "custom",
+                }
+            }
+        }
+
+        impl QueueDisc for Qdisc {
+            #[inline]
+            fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
+                match self { $(Self::$V(q) => q.enqueue(pkt, cx),)+ Self::Custom(q) => q.enqueue(pkt, cx) }
+            }
+            #[inline]
+            fn dequeue(&mut self, cx: &mut QdiscCx<'_>) -> Option<PacketId> {
+                match self { $(Self::$V(q) => q.dequeue(cx),)+ Self::Custom(q) => q.dequeue(cx) }
+            }
+            #[inline]
+            fn backlog_bytes(&self) -> u64 {
+                match self { $(Self::$V(q) => q.backlog_bytes(),)+ Self::Custom(q) => q.backlog_bytes() }
+            }
+            #[inline]
+            fn backlog_pkts(&self) -> u32 {
+                match self { $(Self::$V(q) => q.backlog_pkts(),)+ Self::Custom(q) => q.backlog_pkts() }
+            }
+            #[inline]
+            fn next_wakeup(&self, now: Time) -> Option<Time> {
+                match self { $(Self::$V(q) => q.next_wakeup(now),)+ Self::Custom(q) => q.next_wakeup(now) }
+            }
+            fn is_fifo(&self) -> bool {
+                match self { $(Self::$V(q) => q.is_fifo(),)+ Self::Custom(q) => q.is_fifo() }
+            }
+        }
+
+        /// A queue discipline as written in a scenario file (`kind = "..."`).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum QdiscSpec {
+            $($(#[$doc])* $V(<$T as Discipline>::Config),)+
+        }
+
+        impl QdiscSpec {
+            /// The disciplines a scenario can name, in registration order.
+            pub const KINDS: &'static [Kind] = &[$(Kind {
+                name: <$T as Discipline>::NAME,
+                about: <$T as Discipline>::ABOUT,
+            }),+];
+            const NAMES: &'static [&'static str] = &[$(<$T as Discipline>::NAME),+];
+
+            /// The discipline's name.
+            pub fn name(&self) -> &'static str {
+                match self { $(Self::$V(_) => <$T as Discipline>::NAME,)+ }
+            }
+            /// Builds the discipline for port `port_index` on a link of `line` rate, drawing
+            /// any randomness from `rng`'s streams for that port.
+            pub fn build(&self, rng: &RngTree, port_index: u64, line: Rate) -> Qdisc {
+                let cx = BuildCx { rng, port: port_index, line };
+                match self { $(Self::$V(c) => Qdisc::$V(<$T as Discipline>::build(c, &cx)),)+ }
+            }
+            /// Checks parameter ranges; the error names the offending field.
+            pub fn validate(&self) -> Result<(), String> {
+                match self { $(Self::$V(c) => <$T as Discipline>::validate(c),)+ }
+            }
+            /// What ports with this discipline do besides queueing.
+            pub fn features(&self) -> PortFeatures {
+                match self { $(Self::$V(c) => <$T as Discipline>::features(c),)+ }
+            }
+        }
+
+        impl Serialize for QdiscSpec {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Self::$V(c) => spec::serialize_tagged(<$T as Discipline>::NAME, c, s),)+
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for QdiscSpec {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                spec::deserialize_tagged(d, Self::NAMES, |kind, params| {
+                    $(if kind == <$T as Discipline>::NAME {
+                        return spec::params(params).map(Self::$V);
+                    })+
+                    Err(de::Error::custom(format_args!("no queue discipline {kind:?}")))
+                })
+            }
+        }
+    };
+}
+
+disciplines! {
     /// See [`DropTail`].
     DropTail(DropTail),
     /// See [`EcnThreshold`].
     Ecn(EcnThreshold),
-    /// See [`Red`] (boxed: it is large and rare, and ports stay small).
+    /// See [`Red`].
     Red(Box<Red>),
     /// See [`Prio`].
     Prio(Box<Prio>),
     /// See [`CreditShaper`].
     Credit(Box<CreditShaper>),
-    /// Out-of-tree disciplines.
-    Custom(Box<dyn QueueDisc + Send>),
 }
 
-macro_rules! forward {
-    ($self:ident, $q:ident => $e:expr) => {
-        match $self {
-            Qdisc::DropTail($q) => $e,
-            Qdisc::Ecn($q) => $e,
-            Qdisc::Red($q) => $e,
-            Qdisc::Prio($q) => $e,
-            Qdisc::Credit($q) => $e,
-            Qdisc::Custom($q) => $e,
-        }
-    };
-}
-
-impl QueueDisc for Qdisc {
-    fn name(&self) -> &'static str {
-        forward!(self, q => q.name())
+/// Checks that a buffer or threshold is not zero.
+pub(crate) fn nonzero(a: &Amount, name: &str) -> Result<(), String> {
+    match a {
+        Amount::Bytes(0) | Amount::Packets(0) => Err(format!("{name}: must be greater than zero")),
+        _ => Ok(()),
     }
-    #[inline]
-    fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
-        forward!(self, q => q.enqueue(pkt, cx))
-    }
-    #[inline]
-    fn dequeue(&mut self, cx: &mut QdiscCx<'_>) -> Option<PacketId> {
-        forward!(self, q => q.dequeue(cx))
-    }
-    #[inline]
-    fn backlog_bytes(&self) -> u64 {
-        forward!(self, q => q.backlog_bytes())
-    }
-    #[inline]
-    fn backlog_pkts(&self) -> u32 {
-        forward!(self, q => q.backlog_pkts())
-    }
-    #[inline]
-    fn next_wakeup(&self, now: Time) -> Option<Time> {
-        forward!(self, q => q.next_wakeup(now))
-    }
-    fn is_fifo(&self) -> bool {
-        forward!(self, q => q.is_fifo())
-    }
-}
-
-/// A queue discipline as written in a scenario file (`kind = "..."`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum QdiscSpec {
-    /// Tail drop at `buffer`.
-    Droptail {
-        /// Buffer limit (bytes or packets).
-        buffer: Amount,
-    },
-    /// Tail drop at `buffer`; CE-mark ECT packets arriving when the queue holds at least
-    /// `mark_threshold` (DCTCP's K).
-    Ecn {
-        /// Buffer limit.
-        buffer: Amount,
-        /// DCTCP's K: mark when the instantaneous queue, before this packet, is ≥ K.
-        mark_threshold: Amount,
-    },
-    /// Random early detection.
-    Red(RedSpec),
-    /// ExpressPass credit shaper: credits behind a token bucket at the credit share of the
-    /// line rate, ahead of `inner` for everything else.
-    CreditShaper(CreditShaperSpec),
-    /// Control-class packets (ACKs, signalling) in a strict-priority band ahead of `inner`.
-    Prio {
-        /// Limit of the control band.
-        control_buffer: Amount,
-        /// Discipline for everything else.
-        inner: Box<Self>,
-    },
-}
-
-impl QdiscSpec {
-    /// Builds the discipline for port `port_index` on a link of `line` rate, drawing any
-    /// randomness from `rng`'s stream for that port.
-    pub fn build(&self, rng: &RngTree, port_index: u64, line: Rate) -> Qdisc {
-        match self {
-            Self::Droptail { buffer } => Qdisc::DropTail(DropTail::new(*buffer)),
-            Self::Ecn {
-                buffer,
-                mark_threshold,
-            } => Qdisc::Ecn(EcnThreshold::new(*buffer, *mark_threshold)),
-            Self::Red(spec) => Qdisc::Red(Box::new(Red::new(
-                spec.clone(),
-                rng.stream("red", port_index),
-            ))),
-            Self::Prio {
-                control_buffer,
-                inner,
-            } => Qdisc::Prio(Box::new(Prio::new(
-                *control_buffer,
-                inner.build(rng, port_index, line),
-            ))),
-            Self::CreditShaper(spec) => {
-                let inner = spec.inner.build(rng, port_index, line);
-                Qdisc::Credit(Box::new(spec.build(inner, line)))
-            }
-        }
-    }
-
-    /// Checks parameter ranges; the error names the offending field.
-    pub fn validate(&self) -> Result<(), String> {
-        let nonzero = |a: &Amount, name: &str| match a {
-            Amount::Bytes(0) | Amount::Packets(0) => {
-                Err(format!("{name}: must be greater than zero"))
-            }
-            _ => Ok(()),
-        };
-        match self {
-            Self::Droptail { buffer } => nonzero(buffer, "buffer"),
-            Self::Ecn { buffer, .. } => nonzero(buffer, "buffer"),
-            Self::Red(r) => {
-                nonzero(&r.buffer, "buffer")?;
-                r.validate()
-            }
-            Self::Prio {
-                control_buffer,
-                inner,
-            } => {
-                nonzero(control_buffer, "control_buffer")?;
-                inner.validate().map_err(|e| format!("inner.{e}"))
-            }
-            Self::CreditShaper(spec) => {
-                nonzero(&spec.credit_buffer, "credit_buffer")?;
-                spec.validate()
-            }
-        }
-    }
-
-    /// Whether ports with this discipline shape credits (ExpressPass needs it everywhere).
-    pub fn shapes_credits(&self) -> bool {
-        match self {
-            Self::CreditShaper(_) => true,
-            Self::Prio { inner, .. } => inner.shapes_credits(),
-            _ => false,
-        }
-    }
-
-    /// The kinds a scenario can name, with one-line descriptions (for `dcsim list`).
-    pub const KINDS: &'static [(&'static str, &'static str)] = &[
-        ("droptail", "FIFO with tail drop at a byte or packet limit"),
-        (
-            "ecn",
-            "drop-tail plus CE marking when the instantaneous queue >= K (DCTCP)",
-        ),
-        (
-            "red",
-            "RED: EWMA average, linear ramp, count spacing, gentle mode, mark or drop",
-        ),
-        (
-            "prio",
-            "strict priority of control packets (ACKs, signalling) over an inner discipline",
-        ),
-        (
-            "credit-shaper",
-            "ExpressPass: credit queue + token bucket at 84/(84+1538) of the line, then data",
-        ),
-    ];
 }
 
 /// Class of `pkt`; a helper for disciplines that classify.
@@ -524,28 +572,64 @@ mod tests {
     fn all_kinds() -> Vec<QdiscSpec> {
         let b = Amount::Bytes(20_000);
         vec![
-            QdiscSpec::Droptail { buffer: b },
-            QdiscSpec::Ecn {
+            QdiscSpec::DropTail(DropTailConfig { buffer: b }),
+            QdiscSpec::Ecn(EcnConfig {
                 buffer: b,
                 mark_threshold: Amount::Packets(5),
-            },
-            QdiscSpec::Red(RedSpec::dctcp_like(b, Amount::Packets(5))),
-            QdiscSpec::Red(RedSpec {
+            }),
+            QdiscSpec::Red(RedConfig::dctcp_like(b, Amount::Packets(5))),
+            QdiscSpec::Red(RedConfig {
                 buffer: b,
-                ..RedSpec::default()
+                ..RedConfig::default()
             }),
-            QdiscSpec::CreditShaper(CreditShaperSpec {
-                inner: Box::new(QdiscSpec::Droptail { buffer: b }),
-                ..CreditShaperSpec::default()
+            QdiscSpec::Credit(CreditShaperConfig {
+                inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
+                ..CreditShaperConfig::default()
             }),
-            QdiscSpec::Prio {
+            QdiscSpec::Prio(PrioConfig {
                 control_buffer: Amount::Packets(4),
-                inner: Box::new(QdiscSpec::Ecn {
+                inner: Box::new(QdiscSpec::Ecn(EcnConfig {
                     buffer: b,
                     mark_threshold: Amount::Packets(5),
-                }),
-            },
+                })),
+            }),
         ]
+    }
+
+    /// Every registered discipline appears in the property test's list, has a unique name,
+    /// validates, prints with `kind` first and reads back unchanged.
+    #[test]
+    fn every_registered_discipline_is_tested_and_reads_back() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Doc {
+            queue: QdiscSpec,
+        }
+        let specs = all_kinds();
+        for k in QdiscSpec::KINDS {
+            assert!(
+                specs.iter().any(|s| s.name() == k.name),
+                "{} untested",
+                k.name
+            );
+            assert_eq!(
+                QdiscSpec::KINDS.iter().filter(|o| o.name == k.name).count(),
+                1
+            );
+        }
+        for spec in specs {
+            spec.validate().unwrap();
+            let text = toml::to_string(&Doc {
+                queue: spec.clone(),
+            })
+            .unwrap();
+            assert!(
+                text.starts_with(&format!("[queue]\nkind = \"{}\"", spec.name())),
+                "{text}"
+            );
+            assert_eq!(toml::from_str::<Doc>(&text).unwrap().queue, spec);
+            let q = spec.build(&RngTree::new(1), 0, Rate::from_gbps(10));
+            assert_eq!(q.name(), spec.name());
+        }
     }
 
     proptest! {

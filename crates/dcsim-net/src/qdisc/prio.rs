@@ -1,7 +1,22 @@
 //! Strict priority for control packets.
 
-use super::{Amount, DropReason, Fifo, Qdisc, QdiscCx, QueueDisc, Verdict, class_of};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Amount, BuildCx, Discipline, DropReason, Fifo, PortFeatures, Qdisc, QdiscCx, QdiscSpec,
+    QueueDisc, Verdict, class_of, nonzero,
+};
 use crate::{Class, PacketId};
+
+/// Priority parameters (`kind = "prio"`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrioConfig {
+    /// Limit of the control band.
+    pub control_buffer: Amount,
+    /// Discipline for everything else.
+    pub inner: Box<QdiscSpec>,
+}
 
 /// Two strict-priority classes: control packets (ACKs, NACKs, credit requests and stops) in
 /// a small FIFO served first; everything else in `inner`. Credits are not control: their
@@ -23,10 +38,24 @@ impl Prio {
     }
 }
 
-impl QueueDisc for Prio {
-    fn name(&self) -> &'static str {
-        "prio"
+impl Discipline for Prio {
+    const NAME: &'static str = "prio";
+    const ABOUT: &'static str =
+        "strict priority of control packets (ACKs, signalling) over an inner discipline";
+    type Config = PrioConfig;
+    fn build(cfg: &PrioConfig, cx: &BuildCx<'_>) -> Self {
+        Self::new(cfg.control_buffer, cx.inner(&cfg.inner))
     }
+    fn validate(cfg: &PrioConfig) -> Result<(), String> {
+        nonzero(&cfg.control_buffer, "control_buffer")?;
+        cfg.inner.validate().map_err(|e| format!("inner.{e}"))
+    }
+    fn features(cfg: &PrioConfig) -> PortFeatures {
+        cfg.inner.features()
+    }
+}
+
+impl QueueDisc for Prio {
     #[inline]
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         let (class, size) = class_of(cx.pool, pkt);

@@ -5,7 +5,7 @@ use dcsim_engine::{ByteSize, Rng, Time};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use super::{Amount, DropReason, Fifo, QdiscCx, QueueDisc, Verdict};
+use super::{Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, nonzero};
 use crate::PacketId;
 
 /// RED parameters as written in a scenario file.
@@ -14,7 +14,7 @@ use crate::PacketId;
 /// `max_th` must use the same unit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RedSpec {
+pub struct RedConfig {
     /// Physical buffer limit; arrivals beyond it are tail-dropped.
     pub buffer: Amount,
     /// Below this average nothing is marked or dropped.
@@ -52,7 +52,7 @@ fn default_mean_pkt() -> ByteSize {
     ByteSize(1000)
 }
 
-impl Default for RedSpec {
+impl Default for RedConfig {
     fn default() -> Self {
         Self {
             buffer: Amount::Bytes(1_000_000),
@@ -67,7 +67,7 @@ impl Default for RedSpec {
     }
 }
 
-impl RedSpec {
+impl RedConfig {
     /// The DCTCP configuration of RED: `w_q = 1`, `min_th = max_th = k`, `max_p = 1`, ECN.
     pub fn dctcp_like(buffer: Amount, k: Amount) -> Self {
         Self {
@@ -80,7 +80,8 @@ impl RedSpec {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
+        nonzero(&self.buffer, "buffer")?;
         let same_unit = matches!(
             (self.min_th, self.max_th),
             (Amount::Bytes(_), Amount::Bytes(_)) | (Amount::Packets(_), Amount::Packets(_))
@@ -107,7 +108,7 @@ impl RedSpec {
 /// RED state: the average queue, the count since the last action, and the idle clock.
 pub struct Red {
     fifo: Fifo,
-    spec: RedSpec,
+    spec: RedConfig,
     in_packets: bool,
     min_th: f64,
     max_th: f64,
@@ -120,7 +121,7 @@ pub struct Red {
 
 impl Red {
     /// RED with `spec`, drawing from `rng`.
-    pub fn new(spec: RedSpec, rng: Rng) -> Self {
+    pub fn new(spec: RedConfig, rng: Rng) -> Self {
         let in_packets = matches!(spec.min_th, Amount::Packets(_));
         let min_th = spec.min_th.as_bytes(1) as f64;
         let max_th = spec.max_th.as_bytes(1) as f64;
@@ -196,10 +197,20 @@ impl Red {
     }
 }
 
-impl QueueDisc for Red {
-    fn name(&self) -> &'static str {
-        "red"
+impl Discipline for Red {
+    const NAME: &'static str = "red";
+    const ABOUT: &'static str =
+        "RED: EWMA average, linear ramp, count spacing, gentle mode, mark or drop";
+    type Config = RedConfig;
+    fn build(cfg: &RedConfig, cx: &BuildCx<'_>) -> Self {
+        Self::new(cfg.clone(), cx.rng.stream("red", cx.port))
     }
+    fn validate(cfg: &RedConfig) -> Result<(), String> {
+        cfg.validate()
+    }
+}
+
+impl QueueDisc for Red {
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         self.update_avg(cx);
         let size = cx.pool.get(pkt).wire_bytes;
@@ -253,10 +264,10 @@ mod tests {
     /// above max_th used to drop every retransmission of a timed-out flow forever).
     #[test]
     fn red_average_keeps_decaying_while_refused_arrivals_leave_the_queue_empty() {
-        let spec = RedSpec {
+        let spec = RedConfig {
             weight: 0.002,
             ecn: false,
-            ..RedSpec::default()
+            ..RedConfig::default()
         };
         let mut q = Red::new(spec, RngTree::new(1).stream("red", 0));
         q.avg = 50.0; // far above max_th = 15 packets
@@ -277,10 +288,10 @@ mod tests {
 
     #[test]
     fn red_below_min_th_never_drops() {
-        let spec = RedSpec {
+        let spec = RedConfig {
             weight: 1.0,
             ecn: false,
-            ..RedSpec::default()
+            ..RedConfig::default()
         };
         let mut q = Red::new(spec, RngTree::new(1).stream("red", 0));
         let mut d = Driver::new();
@@ -305,10 +316,10 @@ mod tests {
     #[test]
     fn red_mark_rate_matches_linear_ramp_with_count_spacing() {
         for target in [6.0_f64, 10.0, 14.0] {
-            let spec = RedSpec {
+            let spec = RedConfig {
                 weight: 1.0,
                 max_p: 0.1,
-                ..RedSpec::default()
+                ..RedConfig::default()
             };
             let mut q = Red::new(spec, RngTree::new(2).stream("red", target as u64));
             let mut d = Driver::new();
@@ -346,7 +357,7 @@ mod tests {
         fn red_dctcp_config_marks_like_ecn_threshold(
             ops in proptest::collection::vec((any::<bool>(), 64u32..1600), 1..500), k in 1u64..20
         ) {
-            let mut red = Red::new(RedSpec::dctcp_like(Amount::Packets(30), Amount::Packets(k)), RngTree::new(3).stream("red", 0));
+            let mut red = Red::new(RedConfig::dctcp_like(Amount::Packets(30), Amount::Packets(k)), RngTree::new(3).stream("red", 0));
             let mut ecn = EcnThreshold::new(Amount::Packets(30), Amount::Packets(k));
             let (mut d1, mut d2) = (Driver::new(), Driver::new());
             for (arrive, size) in ops {

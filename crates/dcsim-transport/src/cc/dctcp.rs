@@ -3,7 +3,7 @@
 use dcsim_engine::Time;
 use serde::{Deserialize, Serialize};
 
-use super::{AckSample, CcMetrics, CongestionControl, RenoCore, WindowLimits};
+use super::{AckSample, CcMetrics, CongestionControl, Controller, RenoCore, WindowLimits};
 
 /// DCTCP parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ impl Default for DctcpConfig {
 }
 
 impl DctcpConfig {
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         if !(self.g > 0.0 && self.g <= 1.0) {
             return Err(format!("g: must be in (0, 1], got {}", self.g));
         }
@@ -68,10 +68,21 @@ impl Dctcp {
     }
 }
 
-impl CongestionControl for Dctcp {
-    fn name(&self) -> &'static str {
-        "dctcp"
+impl Controller for Dctcp {
+    const NAME: &'static str = "dctcp";
+    const ABOUT: &'static str =
+        "DCTCP: alpha EWMA of the marked fraction per window, cwnd *= 1 - alpha/2";
+    const USES_ECN: bool = true;
+    type Config = DctcpConfig;
+    fn build(cfg: &DctcpConfig, limits: WindowLimits) -> Self {
+        Self::new(cfg, limits)
     }
+    fn validate(cfg: &DctcpConfig) -> Result<(), String> {
+        cfg.validate()
+    }
+}
+
+impl CongestionControl for Dctcp {
     fn cwnd_bytes(&self) -> u64 {
         self.core.cwnd
     }
@@ -163,7 +174,7 @@ mod tests {
     #[test]
     fn dctcp_without_marks_behaves_like_reno() {
         let mut d = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
-        let mut r = CcSpec::Reno.build(limits());
+        let mut r = CcSpec::Reno(dcsim_engine::spec::NoParams {}).build(limits());
         for (cc, ss) in [(&mut d, 30 * 1460), (&mut r, 30 * 1460)] {
             match cc {
                 Cc::Dctcp(x) => x.core.ssthresh = ss,

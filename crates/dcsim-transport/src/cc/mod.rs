@@ -4,16 +4,18 @@
 //! retransmission, timers and the "once per window" bookkeeping for ECN; a controller owns
 //! only the congestion window (and a pacing rate, if it paces). This is the Linux
 //! `tcp_congestion_ops` split. A new controller is one file here implementing
-//! [`CongestionControl`], one variant in [`Cc`] and one in [`CcSpec`].
+//! [`CongestionControl`] and [`Controller`], plus one line in the `controllers!` registry
+//! below.
 
 mod dctcp;
 mod reno;
 
 use core::fmt;
 
+use dcsim_engine::spec::{self, Kind, NoParams};
 use dcsim_engine::{Dur, Rate, Time};
-use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::de::{self, DeserializeOwned};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use reno::{Reno, RenoCore};
@@ -59,8 +61,6 @@ pub struct CcMetrics {
 
 /// Window and rate policy of one sender.
 pub trait CongestionControl {
-    /// Stable lowercase name used in scenario files and output ("dctcp").
-    fn name(&self) -> &'static str;
     /// Bytes the sender may have in flight now.
     fn cwnd_bytes(&self) -> u64;
     /// Pacing rate, if this algorithm paces. `None`: window-limited only.
@@ -81,52 +81,154 @@ pub trait CongestionControl {
     fn metrics(&self) -> CcMetrics;
 }
 
-/// Statically dispatched congestion controller.
-pub enum Cc {
-    /// TCP NewReno (RFC 5681 / 6582) with classic ECN reaction (RFC 3168).
-    Reno(Reno),
-    /// DCTCP (Alizadeh et al., SIGCOMM'10; RFC 8257).
-    Dctcp(Dctcp),
-    /// Out-of-tree controllers.
-    Custom(Box<dyn CongestionControl + Send>),
+/// A congestion controller that scenarios can name: its name, its parameters and how to
+/// build it. Implementing this in the controller's own file and adding one line to
+/// [`controllers!`](crate::cc) below is all a new controller needs; the scenario syntax,
+/// validation, `dcsim list`, output labels and dispatch all come from here.
+pub trait Controller: CongestionControl + Sized {
+    /// Name in scenario files and output (`cc = "dctcp"`).
+    const NAME: &'static str;
+    /// One line for `dcsim list`.
+    const ABOUT: &'static str;
+    /// Whether the controller reacts to ECN by design: its flows are then ECN-capable
+    /// unless the scenario says otherwise.
+    const USES_ECN: bool = false;
+    /// Parameters; `Default` gives the documented defaults.
+    type Config: Clone + fmt::Debug + PartialEq + Default + Serialize + DeserializeOwned;
+    /// The controller of one sender.
+    fn build(cfg: &Self::Config, limits: WindowLimits) -> Self;
+    /// Checks parameter ranges; the error starts with the parameter's name.
+    fn validate(_cfg: &Self::Config) -> Result<(), String> {
+        Ok(())
+    }
 }
 
-macro_rules! forward {
-    ($self:ident, $c:ident => $e:expr) => {
-        match $self {
-            Cc::Reno($c) => $e,
-            Cc::Dctcp($c) => $e,
-            Cc::Custom($c) => $e,
+/// The registry: one line per controller, `Variant(path::Type)`. The first is the default.
+/// Generates [`Cc`] (static dispatch, plus `Custom` for controllers out of tree) and
+/// [`CcSpec`] (the scenario syntax).
+macro_rules! controllers {
+    ($($(#[$doc:meta])* $V:ident($T:ty)),+ $(,)?) => {
+        /// Statically dispatched congestion controller.
+        pub enum Cc {
+            $($(#[$doc])* $V($T),)+
+            /// A controller from outside this crate.
+            Custom(Box<dyn CongestionControl + Send>),
+        }
+
+        impl Cc {
+            /// The controller's name (`"custom"` for one from outside the registry).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$V(_) => <$T as Controller>::NAME,)+
+                    Self::Custom(_) => "custom",
+                }
+            }
+        }
+
+        impl CongestionControl for Cc {
+            #[inline]
+            fn cwnd_bytes(&self) -> u64 {
+                match self { $(Self::$V(c) => c.cwnd_bytes(),)+ Self::Custom(c) => c.cwnd_bytes() }
+            }
+            #[inline]
+            fn pacing_rate(&self) -> Option<Rate> {
+                match self { $(Self::$V(c) => c.pacing_rate(),)+ Self::Custom(c) => c.pacing_rate() }
+            }
+            #[inline]
+            fn on_ack(&mut self, ack: &AckSample) {
+                match self { $(Self::$V(c) => c.on_ack(ack),)+ Self::Custom(c) => c.on_ack(ack) }
+            }
+            fn on_ecn(&mut self, now: Time, in_flight_bytes: u64) {
+                match self {
+                    $(Self::$V(c) => c.on_ecn(now, in_flight_bytes),)+
+                    Self::Custom(c) => c.on_ecn(now, in_flight_bytes),
+                }
+            }
+            fn on_loss(&mut self, now: Time, in_flight_bytes: u64) {
+                match self {
+                    $(Self::$V(c) => c.on_loss(now, in_flight_bytes),)+
+                    Self::Custom(c) => c.on_loss(now, in_flight_bytes),
+                }
+            }
+            fn on_rto(&mut self, now: Time, in_flight_bytes: u64) {
+                match self {
+                    $(Self::$V(c) => c.on_rto(now, in_flight_bytes),)+
+                    Self::Custom(c) => c.on_rto(now, in_flight_bytes),
+                }
+            }
+            fn metrics(&self) -> CcMetrics {
+                match self { $(Self::$V(c) => c.metrics(),)+ Self::Custom(c) => c.metrics() }
+            }
+        }
+
+        /// A congestion controller as written in a scenario: a name (`cc = "dctcp"`) or a
+        /// table with parameters (`cc = { kind = "dctcp", g = 0.0625 }`).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum CcSpec {
+            $($(#[$doc])* $V(<$T as Controller>::Config),)+
+        }
+
+        impl CcSpec {
+            /// The controllers a scenario can name, in registration order.
+            pub const KINDS: &'static [Kind] = &[$(Kind {
+                name: <$T as Controller>::NAME,
+                about: <$T as Controller>::ABOUT,
+            }),+];
+            const NAMES: &'static [&'static str] = &[$(<$T as Controller>::NAME),+];
+
+            /// The controller's name.
+            pub fn name(&self) -> &'static str {
+                match self { $(Self::$V(_) => <$T as Controller>::NAME,)+ }
+            }
+            /// Builds the controller of one sender.
+            pub fn build(&self, limits: WindowLimits) -> Cc {
+                match self { $(Self::$V(c) => Cc::$V(<$T as Controller>::build(c, limits)),)+ }
+            }
+            /// Whether the controller reacts to ECN by design (ECN is then on by default).
+            pub fn uses_ecn(&self) -> bool {
+                match self { $(Self::$V(_) => <$T as Controller>::USES_ECN,)+ }
+            }
+            /// Checks parameter ranges; the error names the field.
+            pub fn validate(&self) -> Result<(), String> {
+                match self { $(Self::$V(c) => <$T as Controller>::validate(c),)+ }
+            }
+            /// Every registered controller with default parameters, in registration order.
+            pub fn defaults() -> Vec<Self> {
+                vec![$(Self::$V(Default::default())),+]
+            }
+        }
+
+        impl Serialize for CcSpec {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Self::$V(c) => spec::serialize_tagged(<$T as Controller>::NAME, c, s),)+
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for CcSpec {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                spec::deserialize_tagged(d, Self::NAMES, |kind, params| {
+                    $(if kind == <$T as Controller>::NAME {
+                        return spec::params(params).map(Self::$V);
+                    })+
+                    Err(de::Error::custom(format_args!("no congestion controller {kind:?}")))
+                })
+            }
         }
     };
 }
 
-impl CongestionControl for Cc {
-    fn name(&self) -> &'static str {
-        forward!(self, c => c.name())
-    }
-    #[inline]
-    fn cwnd_bytes(&self) -> u64 {
-        forward!(self, c => c.cwnd_bytes())
-    }
-    fn pacing_rate(&self) -> Option<Rate> {
-        forward!(self, c => c.pacing_rate())
-    }
-    #[inline]
-    fn on_ack(&mut self, ack: &AckSample) {
-        forward!(self, c => c.on_ack(ack))
-    }
-    fn on_ecn(&mut self, now: Time, in_flight_bytes: u64) {
-        forward!(self, c => c.on_ecn(now, in_flight_bytes))
-    }
-    fn on_loss(&mut self, now: Time, in_flight_bytes: u64) {
-        forward!(self, c => c.on_loss(now, in_flight_bytes))
-    }
-    fn on_rto(&mut self, now: Time, in_flight_bytes: u64) {
-        forward!(self, c => c.on_rto(now, in_flight_bytes))
-    }
-    fn metrics(&self) -> CcMetrics {
-        forward!(self, c => c.metrics())
+controllers! {
+    /// TCP NewReno (RFC 5681 / 6582) with classic ECN reaction (RFC 3168).
+    Reno(Reno),
+    /// DCTCP (Alizadeh et al., SIGCOMM'10; RFC 8257).
+    Dctcp(Dctcp),
+}
+
+impl Default for CcSpec {
+    fn default() -> Self {
+        Self::Reno(NoParams {})
     }
 }
 
@@ -139,88 +241,6 @@ pub struct WindowLimits {
     pub init_cwnd: u64,
     /// Floor of the window after any decrease.
     pub min_cwnd: u64,
-}
-
-/// A congestion controller as written in a scenario: a name (`cc = "dctcp"`) or a table
-/// with parameters (`cc = { kind = "dctcp", g = 0.0625 }`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-#[derive(Default)]
-pub enum CcSpec {
-    /// TCP NewReno.
-    #[default]
-    Reno,
-    /// DCTCP.
-    Dctcp(DctcpConfig),
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-enum CcSpecTable {
-    Reno,
-    Dctcp(DctcpConfig),
-}
-
-impl<'de> Deserialize<'de> for CcSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = CcSpec;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(
-                    "a congestion control name (\"reno\", \"dctcp\") or a table with `kind`",
-                )
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<CcSpec, E> {
-                match v {
-                    "reno" => Ok(CcSpec::Reno),
-                    "dctcp" => Ok(CcSpec::Dctcp(DctcpConfig::default())),
-                    other => Err(E::unknown_variant(other, &["reno", "dctcp"])),
-                }
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<CcSpec, A::Error> {
-                Ok(
-                    match CcSpecTable::deserialize(de::value::MapAccessDeserializer::new(m))? {
-                        CcSpecTable::Reno => CcSpec::Reno,
-                        CcSpecTable::Dctcp(c) => CcSpec::Dctcp(c),
-                    },
-                )
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl CcSpec {
-    /// Builds the controller.
-    pub fn build(&self, limits: WindowLimits) -> Cc {
-        match self {
-            Self::Reno => Cc::Reno(Reno::new(limits)),
-            Self::Dctcp(c) => Cc::Dctcp(Dctcp::new(c, limits)),
-        }
-    }
-    /// Whether the controller reacts to ECN by design (ECN is then on by default).
-    pub fn wants_ecn(&self) -> bool {
-        matches!(self, Self::Dctcp(_))
-    }
-    /// Checks parameter ranges; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            Self::Reno => Ok(()),
-            Self::Dctcp(c) => c.validate(),
-        }
-    }
-    /// The controllers a scenario can name (for `dcsim list`).
-    pub const KINDS: &'static [(&'static str, &'static str)] = &[
-        (
-            "reno",
-            "TCP NewReno: slow start, AIMD, fast retransmit/recovery; classic ECN halving",
-        ),
-        (
-            "dctcp",
-            "DCTCP: alpha EWMA of the marked fraction per window, cwnd *= 1 - alpha/2",
-        ),
-    ];
 }
 
 #[cfg(test)]
@@ -270,5 +290,45 @@ pub(crate) mod driver {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Doc {
+        cc: CcSpec,
+    }
+
+    /// Every registered controller: a unique name, its bare name parses to its defaults,
+    /// which validate, print with `kind` first and read back unchanged, and build a
+    /// controller of that name.
+    #[test]
+    fn every_registered_controller_parses_prints_and_builds() {
+        let names: Vec<&str> = CcSpec::KINDS.iter().map(|k| k.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "duplicate names in {names:?}");
+        let limits = WindowLimits {
+            mss: 1460,
+            init_cwnd: 14600,
+            min_cwnd: 2920,
+        };
+        for (spec, name) in CcSpec::defaults().into_iter().zip(names) {
+            assert_eq!(spec.name(), name);
+            spec.validate().unwrap();
+            let bare: Doc = toml::from_str(&format!("cc = \"{name}\"")).unwrap();
+            assert_eq!(bare.cc, spec);
+            let text = toml::to_string(&Doc { cc: spec.clone() }).unwrap();
+            assert!(
+                text.starts_with(&format!("[cc]\nkind = \"{name}\"")),
+                "{text}"
+            );
+            assert_eq!(toml::from_str::<Doc>(&text).unwrap().cc, spec);
+            assert_eq!(spec.build(limits).name(), name);
+        }
     }
 }

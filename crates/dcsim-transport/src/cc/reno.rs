@@ -3,7 +3,9 @@
 
 use dcsim_engine::Time;
 
-use super::{AckSample, CcMetrics, CongestionControl, WindowLimits};
+use dcsim_engine::spec::NoParams;
+
+use super::{AckSample, CcMetrics, CongestionControl, Controller, WindowLimits};
 
 /// Slow start and congestion avoidance in bytes; shared by Reno and DCTCP.
 #[derive(Clone, Debug)]
@@ -105,10 +107,17 @@ impl Reno {
     }
 }
 
-impl CongestionControl for Reno {
-    fn name(&self) -> &'static str {
-        "reno"
+impl Controller for Reno {
+    const NAME: &'static str = "reno";
+    const ABOUT: &'static str =
+        "TCP NewReno: slow start, AIMD, fast retransmit/recovery; classic ECN halving";
+    type Config = NoParams;
+    fn build(_cfg: &NoParams, limits: WindowLimits) -> Self {
+        Self::new(limits)
     }
+}
+
+impl CongestionControl for Reno {
     fn cwnd_bytes(&self) -> u64 {
         self.core.cwnd
     }
@@ -146,7 +155,7 @@ mod tests {
 
     #[test]
     fn reno_slow_start_doubles_per_round_then_grows_one_mss() {
-        let mut cc = CcSpec::Reno.build(limits());
+        let mut cc = CcSpec::Reno(NoParams {}).build(limits());
         let w = rounds(&mut cc, 3, 0, 1);
         assert_eq!(
             w.iter().map(|x| x.0 / 1460).collect::<Vec<_>>(),
