@@ -52,10 +52,7 @@ pub(crate) fn print() {
         "topologies (topology.kind)",
         TopologySpec::KINDS.iter().copied(),
     );
-    section(
-        "transports (transport.kind)",
-        TransportSpec::KINDS.iter().copied(),
-    );
+    section("transports (transport.kind)", kinds(TransportSpec::KINDS));
     section("congestion control (transport.cc)", kinds(CcSpec::KINDS));
     section(
         "queue disciplines (queue.kind, nic.kind)",

@@ -1,14 +1,18 @@
 //! The flow table: specs, per-flow connection state (built at flow start, dropped when the
 //! flow is finished) and the records that results are made from.
+//!
+//! The table dispatches each event to the end of the flow it concerns: a packet to the
+//! endpoint on the host where it arrived, a timer to the end whose timer it is. It owns
+//! what is common to every transport: the per-host waiting lists for NIC room, completion
+//! and finishing, counters.
 
-use dcsim_engine::{Dur, Rate, RngTree, Schedule, Time, splitmix};
-use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
-use dcsim_net::{Class, FlowId, HostId, NetEvent, PacketId, RouteId};
+use dcsim_engine::{Dur, RngTree, Time};
+use dcsim_net::{FlowId, HostId, PacketId};
 
-use crate::cc::{CcMetrics, CongestionControl};
-use crate::tcp::{Endpoints, Progress, TcpConn};
-use crate::xpass::XpassConn;
-use crate::{FlowCx, FlowEvent, TransportSpec};
+use crate::endpoint::{
+    EndpointCx, FlowCx, FlowInfo, FlowShared, Receiver, Sched, Sender, Side, TimerKey, Transport,
+};
+use crate::{Conn, HostStates, TransportSpec, with_pair};
 
 /// A flow to simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +36,7 @@ pub struct FlowSpec {
 pub struct FlowRecord {
     /// When the receiver held every byte.
     pub end: Option<Time>,
-    /// Completion time alone on its path at line rate.
+    /// Completion time alone on its path at line rate (computed by the caller).
     pub ideal_fct: Option<Dur>,
     /// Bytes the receiver holds in order (kept when the connection is dropped).
     pub delivered_bytes: u64,
@@ -49,43 +53,101 @@ pub struct FlowRecord {
     pub credits_wasted: u64,
 }
 
-/// Per-flow connection state, statically dispatched.
-enum Conn {
-    Tcp(TcpConn),
-    Xpass(XpassConn),
+/// Both ends of one flow of transport `T`, and what they share.
+pub(crate) struct Pair<T: Transport> {
+    tx: T::Sender,
+    rx: T::Receiver,
+    shared: FlowShared,
 }
 
-/// Forwards a call to the connection, whatever its transport.
-macro_rules! conn {
-    ($c:expr, $t:ident => $e:expr) => {
-        match $c {
-            Conn::Tcp($t) => $e,
-            Conn::Xpass($t) => $e,
-        }
-    };
-}
-
-impl Conn {
-    /// Copies the live counters into `r`.
-    fn fold_into(&self, r: &mut FlowRecord, long_lived: bool) {
-        match self {
-            Self::Tcp(t) => {
-                r.retransmits = t.stats().retransmits;
-                r.timeouts = t.stats().timeouts;
-            }
-            Self::Xpass(x) => {
-                let s = x.stats();
-                r.retransmits = s.retransmits;
-                r.credits_sent = s.credits_sent;
-                // Stragglers already counted by the flow table stay counted.
-                r.credits_wasted = r.credits_wasted.max(s.credits_wasted);
-            }
-        }
-        r.delivered_bytes = conn!(self, t => t.delivered_bytes());
-        if long_lived {
-            r.sent_bytes_at_stop = conn!(self, t => t.limit_bytes());
+impl<T: Transport> Pair<T> {
+    pub(crate) fn new(tx: T::Sender, rx: T::Receiver, size_bytes: Option<u64>) -> Self {
+        Self {
+            tx,
+            rx,
+            shared: FlowShared {
+                limit_bytes: size_bytes.unwrap_or(u64::MAX),
+            },
         }
     }
+
+    /// Runs one handler of the end `side` of flow `f`, on `host`, and returns the flow's
+    /// progress afterwards (see [`Pair::progress`]). Inlined into each call site, where
+    /// `ev` is a constant, so only the arm that can run is compiled there.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the dispatch of the flow table only
+    fn handle<S: Sched>(
+        &mut self,
+        f: FlowId,
+        side: Side,
+        host: HostId,
+        h: &mut T::Host,
+        stale: &mut u64,
+        cx: &mut FlowCx<'_, S>,
+        ev: Ev<'_>,
+    ) -> Progress {
+        let mut ecx = EndpointCx::new(cx, host, f, side, stale, &mut self.shared, h);
+        match (side, ev) {
+            (Side::Sender, Ev::Start) => self.tx.on_start(&mut ecx),
+            (Side::Sender, Ev::Packet(p)) => self.tx.on_packet(p, &mut ecx),
+            (Side::Sender, Ev::Timer(k, g)) => self.tx.on_timer(k, g, &mut ecx),
+            (Side::Sender, Ev::NicReady) => self.tx.on_nic_ready(&mut ecx),
+            (Side::Receiver, Ev::Packet(p)) => self.rx.on_packet(p, &mut ecx),
+            (Side::Receiver, Ev::Timer(k, g)) => self.rx.on_timer(k, g, &mut ecx),
+            (Side::Receiver, Ev::Start | Ev::NicReady) => {
+                debug_assert!(false, "receivers neither start nor wait for the NIC")
+            }
+        }
+        self.progress()
+    }
+
+    #[inline]
+    fn progress(&self) -> Progress {
+        let completed = self.rx.is_complete();
+        let done = self.tx.is_done();
+        Progress {
+            completed,
+            finished: completed && done && self.rx.is_idle(),
+            nic_blocked: self.tx.is_nic_blocked() && !done,
+        }
+    }
+
+    fn fold_into(&self, r: &mut FlowRecord, long_lived: bool) {
+        T::record(&self.tx, &self.rx, r);
+        r.delivered_bytes = self.rx.delivered_bytes();
+        if long_lived {
+            let limit = self.shared.limit_bytes;
+            r.sent_bytes_at_stop = (limit != u64::MAX).then_some(limit);
+        }
+    }
+
+    fn delivered_bytes(&self) -> u64 {
+        self.rx.delivered_bytes()
+    }
+
+    fn sample(&self, out: &mut Vec<(&'static str, f64)>) {
+        T::sample(&self.tx, &self.rx, out);
+    }
+}
+
+/// Where a flow stands after an event.
+#[derive(Clone, Copy)]
+struct Progress {
+    /// The receiver holds every byte.
+    completed: bool,
+    /// Both ends are finished: the connection can be dropped.
+    finished: bool,
+    /// The sender waits for room in its NIC queue.
+    nic_blocked: bool,
+}
+
+/// An event for one end of a flow.
+#[derive(Clone, Copy)]
+enum Ev<'a> {
+    Start,
+    Packet(&'a dcsim_net::Packet),
+    Timer(usize, u32),
+    NicReady,
 }
 
 struct Flow {
@@ -101,6 +163,7 @@ pub struct Flows {
     flows: Vec<Flow>,
     /// Per host: flows waiting for room in the NIC queue, in the order they blocked.
     nic_waiters: Vec<Vec<FlowId>>,
+    hosts: HostStates,
     rng: RngTree,
     completed: u64,
     active: u64,
@@ -110,12 +173,13 @@ pub struct Flows {
 
 impl Flows {
     /// A flow table for `hosts` hosts using the given transports (flows refer to them by
-    /// index); flows that need randomness draw from `rng`'s stream `("flow", id)`.
+    /// index); flows that need randomness draw from `rng`'s streams.
     pub fn new(transports: Vec<TransportSpec>, hosts: usize, rng: RngTree) -> Self {
         Self {
             transports,
             flows: Vec::new(),
             nic_waiters: vec![Vec::new(); hosts],
+            hosts: HostStates::new(hosts),
             rng,
             completed: 0,
             active: 0,
@@ -124,7 +188,7 @@ impl Flows {
         }
     }
 
-    /// Adds a flow; the caller schedules [`FlowEvent::Start`] at its start time.
+    /// Adds a flow; the caller schedules [`crate::FlowEvent::Start`] at its start time.
     pub fn add(&mut self, spec: FlowSpec) -> FlowId {
         self.flows.push(Flow {
             spec,
@@ -151,44 +215,35 @@ impl Flows {
     pub fn transports(&self) -> &[TransportSpec] {
         &self.transports
     }
+    /// The transport of flow `f`.
+    pub fn transport_of(&self, f: FlowId) -> &TransportSpec {
+        &self.transports[self.flows[f.index()].spec.transport as usize]
+    }
     /// The record of flow `f`, with live counters folded in.
     pub fn record(&self, f: FlowId) -> FlowRecord {
         let fl = &self.flows[f.index()];
         let mut r = fl.record;
         if let Some(c) = &fl.conn {
-            c.fold_into(&mut r, fl.spec.size_bytes.is_none());
+            with_pair!(&**c, |p| p.fold_into(&mut r, fl.spec.size_bytes.is_none()));
         }
         r
     }
     /// Bytes delivered in order to the receiver of `f`.
     pub fn delivered_bytes(&self, f: FlowId) -> u64 {
         let fl = &self.flows[f.index()];
-        fl.conn.as_deref().map_or(
-            fl.record.delivered_bytes,
-            |c| conn!(c, t => t.delivered_bytes()),
-        )
+        match fl.conn.as_deref() {
+            Some(c) => with_pair!(c, |p| p.delivered_bytes()),
+            None => fl.record.delivered_bytes,
+        }
     }
-    /// Sender state of `f` for samplers, while it runs: `(kind, value)` pairs
+    /// Sender and receiver state of `f` for samplers, while it runs: `(kind, value)` pairs
     /// (`cwnd_bytes`, `alpha` for TCP; `credit_rate_gbps`, `w` for ExpressPass).
     pub fn sample(&self, f: FlowId) -> Vec<(&'static str, f64)> {
-        match self.flows[f.index()].conn.as_deref() {
-            Some(Conn::Tcp(t)) => {
-                let m = t.cc().metrics();
-                vec![("cwnd_bytes", m.cwnd_bytes as f64), ("alpha", m.alpha)]
-            }
-            Some(Conn::Xpass(x)) => vec![
-                ("credit_rate_gbps", x.credit_rate() * 8.0 / 1e9),
-                ("w", x.w()),
-            ],
-            None => Vec::new(),
+        let mut out = Vec::new();
+        if let Some(c) = self.flows[f.index()].conn.as_deref() {
+            with_pair!(c, |p| p.sample(&mut out));
         }
-    }
-    /// Controller state of TCP flow `f`, while it is running.
-    pub fn cc_metrics(&self, f: FlowId) -> Option<CcMetrics> {
-        match self.flows[f.index()].conn.as_deref() {
-            Some(Conn::Tcp(t)) => Some(t.cc().metrics()),
-            _ => None,
-        }
+        out
     }
     /// Flows whose receiver has every byte.
     pub fn completed(&self) -> u64 {
@@ -207,106 +262,101 @@ impl Flows {
         self.stale_timers
     }
 
-    /// Handles [`FlowEvent::Start`]: routes the flow, builds its connection, starts it.
-    ///
-    /// # Panics
-    /// If a credit-based flow got routes that are not each other's reverse (the scenario
-    /// check rejects non-symmetric routing for ExpressPass, so this is a bug).
-    pub fn on_start<S>(&mut self, f: FlowId, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
+    /// Handles [`crate::FlowEvent::Start`]: opens both ends of the flow with the routes and
+    /// link rates in `info` (chosen by the caller) and starts the sender. `ideal_fct` is
+    /// recorded for results.
+    pub fn on_start<S: Sched>(
+        &mut self,
+        f: FlowId,
+        info: &FlowInfo,
+        ideal_fct: Option<Dur>,
+        cx: &mut FlowCx<'_, S>,
+    ) {
         let fl = &mut self.flows[f.index()];
-        let spec = fl.spec;
-        let key = splitmix(u64::from(f.0));
-        let (fwd, rev) = cx.net.flow_routes(key, spec.src, spec.dst);
-        let t = &self.transports[spec.transport as usize];
-        fl.record.ideal_fct = spec.size_bytes.map(|size| {
-            let route = if fwd == RouteId::NONE {
-                cx.net.ecmp_route(key, spec.src, spec.dst)
-            } else {
-                fwd
-            };
-            ideal_fct(
-                cx.net.path_links(route),
-                size,
-                t.payload_per_packet(),
-                t.full_packet_wire_bytes(),
-            )
-        });
-        let ep = Endpoints {
-            flow: f,
-            src: spec.src,
-            dst: spec.dst,
-            fwd,
-            rev,
-        };
-        let mut conn = match t {
-            TransportSpec::Tcp(c) => Conn::Tcp(TcpConn::new(c, ep, spec.size_bytes)),
-            TransportSpec::Expresspass(c) => {
-                // ExpressPass: data must cross exactly the reverse links of its credits.
-                assert!(
-                    cx.net.is_reverse(fwd, rev),
-                    "flow {f}: ExpressPass needs symmetric routes"
-                );
-                let link = cx.net.port(cx.net.nic(spec.dst)).rate();
-                Conn::Xpass(XpassConn::new(
-                    c,
-                    ep,
-                    spec.size_bytes,
-                    link,
-                    self.rng.stream("flow", u64::from(f.0)),
-                ))
-            }
-        };
+        let src = fl.spec.src;
+        fl.record.ideal_fct = ideal_fct;
+        let mut conn = self.transports[fl.spec.transport as usize].open(info, &self.rng);
         self.active += 1;
-        let p = conn!(&mut conn, c => c.on_start(spec.stop, cx));
-        fl.conn = Some(Box::new(conn));
-        self.after(f, p, cx.now);
+        let stale = &mut self.stale_timers;
+        let progress = with_pair!(&mut conn, self.hosts, src, |p, h| p.handle(
+            f,
+            Side::Sender,
+            src,
+            h,
+            stale,
+            cx,
+            Ev::Start
+        ));
+        self.flows[f.index()].conn = Some(Box::new(conn));
+        self.after(f, progress, cx.now);
     }
 
-    /// Handles a packet that reached host `_host` for its flow. Frees it.
+    /// Handles a packet that reached host `host` for its flow. Frees it.
     #[inline]
-    pub fn on_packet<S>(&mut self, _host: HostId, pkt: PacketId, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
+    pub fn on_packet<S: Sched>(&mut self, host: HostId, pkt: PacketId, cx: &mut FlowCx<'_, S>) {
         self.delivered_pkts += 1;
-        let f = cx.pool.get(pkt).flow;
+        let p = *cx.pool.get(pkt);
+        cx.pool.free(pkt);
+        let f = p.flow;
         let fl = &mut self.flows[f.index()];
         let Some(conn) = fl.conn.as_deref_mut() else {
             // A straggler for a finished flow: a duplicate ACK, or a credit that was in
-            // flight when the receiver stopped (wasted).
-            if cx.pool.get(pkt).class == Class::Credit {
-                fl.record.credits_wasted += 1;
-            }
-            cx.pool.free(pkt);
+            // flight when the receiver stopped.
+            self.transports[fl.spec.transport as usize].on_straggler(&p, &mut fl.record);
             return;
         };
-        let p = conn!(conn, c => c.on_packet(pkt, cx));
-        self.after(f, p, cx.now);
+        let side = if host == fl.spec.dst {
+            Side::Receiver
+        } else {
+            Side::Sender
+        };
+        let stale = &mut self.stale_timers;
+        let progress = with_pair!(conn, self.hosts, host, |pr, h| pr.handle(
+            f,
+            side,
+            host,
+            h,
+            stale,
+            cx,
+            Ev::Packet(&p)
+        ));
+        self.after(f, progress, cx.now);
     }
 
-    /// Handles [`FlowEvent::Timer`].
-    pub fn on_timer<S>(&mut self, f: FlowId, kind: u8, generation: u32, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let Some(conn) = self.flows[f.index()].conn.as_deref_mut() else {
+    /// Handles [`crate::FlowEvent::Timer`].
+    pub fn on_timer<S: Sched>(
+        &mut self,
+        f: FlowId,
+        key: TimerKey,
+        generation: u32,
+        cx: &mut FlowCx<'_, S>,
+    ) {
+        let fl = &mut self.flows[f.index()];
+        let Some(conn) = fl.conn.as_deref_mut() else {
             self.stale_timers += 1;
             return;
         };
-        let (p, stale) = conn!(conn, c => c.on_timer(kind, generation, cx));
-        self.stale_timers += u64::from(stale);
-        self.after(f, p, cx.now);
+        let side = key.side();
+        let host = match side {
+            Side::Sender => fl.spec.src,
+            Side::Receiver => fl.spec.dst,
+        };
+        let stale = &mut self.stale_timers;
+        let progress = with_pair!(conn, self.hosts, host, |p, h| p.handle(
+            f,
+            side,
+            host,
+            h,
+            stale,
+            cx,
+            Ev::Timer(key.kind(), generation)
+        ));
+        self.after(f, progress, cx.now);
     }
 
     /// Host `host`'s NIC queue has drained: let its waiting senders continue, in the order
     /// they blocked.
-    pub fn on_nic_ready<S>(&mut self, host: HostId, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
+    pub fn on_nic_ready<S: Sched>(&mut self, host: HostId, cx: &mut FlowCx<'_, S>) {
         // Index-based, because a flow that blocks again re-registers at the end of the same
         // list while we walk it; the handled prefix is drained afterwards (no allocation).
         // Once one flow blocks again the NIC is full, and the flows behind it would only
@@ -319,10 +369,19 @@ impl Flows {
             done += 1;
             let fl = &mut self.flows[f.index()];
             fl.waiting_nic = false;
-            if let Some(Conn::Tcp(t)) = fl.conn.as_deref_mut() {
-                let p = t.on_nic_ready(cx);
-                self.after(f, p, cx.now);
-                if p.nic_blocked {
+            if let Some(conn) = fl.conn.as_deref_mut() {
+                let stale = &mut self.stale_timers;
+                let progress = with_pair!(conn, self.hosts, host, |p, h| p.handle(
+                    f,
+                    Side::Sender,
+                    host,
+                    h,
+                    stale,
+                    cx,
+                    Ev::NicReady
+                ));
+                self.after(f, progress, cx.now);
+                if progress.nic_blocked {
                     break;
                 }
             }
@@ -330,6 +389,8 @@ impl Flows {
         self.nic_waiters[host.index()].drain(..done);
     }
 
+    /// Books what an event did to flow `f`: NIC waiting, completion, finishing.
+    #[inline]
     fn after(&mut self, f: FlowId, p: Progress, now: Time) {
         let fl = &mut self.flows[f.index()];
         if p.nic_blocked && !fl.waiting_nic {
@@ -343,77 +404,9 @@ impl Flows {
         if p.finished
             && let Some(c) = fl.conn.take()
         {
-            c.fold_into(&mut fl.record, fl.spec.size_bytes.is_none());
+            with_pair!(&*c, |p| p
+                .fold_into(&mut fl.record, fl.spec.size_bytes.is_none()));
             self.active -= 1;
         }
-    }
-}
-
-/// Completion time of `size_bytes` sent alone at line rate along links `(rate, delay)`,
-/// packetized into `payload`-byte packets of `full_wire` wire bytes (the last one smaller):
-/// the arrival of the last byte at the receiver, counting store-and-forward at every hop
-/// and pipelining behind the slowest link.
-///
-/// For equal packets through a tandem of links, packet k leaves hop i at
-/// `Σ_{j≤i} tx_j + Σ_{j<i} d_j + k·max_{j≤i} tx_j`; the last (possibly shorter) packet is
-/// then followed hop by hop.
-pub fn ideal_fct(
-    links: impl Iterator<Item = (Rate, Dur)>,
-    size_bytes: u64,
-    payload: u64,
-    full_wire: u32,
-) -> Dur {
-    let n = size_bytes.div_ceil(payload).max(1);
-    let last_payload = size_bytes - (n - 1) * payload;
-    let last_wire = u64::from(wire_bytes(last_payload as u32 + TCP_IP_HEADER_BYTES))
-        .min(u64::from(full_wire).max(1));
-    let last_wire = if n == 1 || last_payload < payload {
-        last_wire
-    } else {
-        u64::from(full_wire)
-    };
-    let (mut sum_tx, mut sum_d, mut max_tx) = (Dur::ZERO, Dur::ZERO, Dur::ZERO);
-    let mut t_last = Dur::ZERO;
-    for (rate, delay) in links {
-        let tx = rate.tx_time(u64::from(full_wire));
-        sum_tx += tx;
-        max_tx = max_tx.max(tx);
-        let prev_dep = if n >= 2 {
-            sum_tx + sum_d + max_tx * (n - 2)
-        } else {
-            Dur::ZERO
-        };
-        t_last = t_last.max(prev_dep) + rate.tx_time(last_wire) + delay;
-        sum_d += delay;
-    }
-    t_last
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ideal_fct_of_one_packet_is_store_and_forward_plus_propagation() {
-        let links = [(Rate::from_gbps(10), Dur::from_us(1)); 3];
-        let d = ideal_fct(links.into_iter(), 100, 1460, 1538);
-        // 100 B payload + 40 B TCP/IP + 38 B framing = 178 wire bytes per hop.
-        assert_eq!(d, Rate::from_gbps(10).tx_time(178) * 3 + Dur::from_us(3));
-    }
-
-    #[test]
-    fn ideal_fct_pipelines_behind_the_bottleneck() {
-        // 10 full packets, 10G then 1G then 10G: the last arrives after the first packet's
-        // path time plus 9 serializations at 1G.
-        let links = [
-            (Rate::from_gbps(10), Dur::from_us(1)),
-            (Rate::from_gbps(1), Dur::from_us(1)),
-            (Rate::from_gbps(10), Dur::from_us(1)),
-        ];
-        let d = ideal_fct(links.into_iter(), 14600, 1460, 1538);
-        let first = Rate::from_gbps(10).tx_time(1538) * 2
-            + Rate::from_gbps(1).tx_time(1538)
-            + Dur::from_us(3);
-        assert_eq!(d, first + Rate::from_gbps(1).tx_time(1538) * 9);
     }
 }

@@ -1,182 +1,163 @@
 //! Transports of dcsim: the shared reliable transport ([`tcp`]) with pluggable congestion
-//! control ([`cc`]), and the flow table that dispatches packets and timers to them.
+//! control ([`cc`]), ExpressPass ([`xpass`]), and the flow table that dispatches packets
+//! and timers to them.
 //!
-//! An endpoint is a sans-IO state machine: `on_start`, `on_packet`, `on_timer`, each taking
-//! a [`FlowCx`] that lets it allocate packets, hand them to its host NIC and arm timers. It
-//! never touches ports or links.
+//! A transport is a pair of sans-IO state machines per flow, sender and receiver, with
+//! optional per-host state ([`endpoint`]). Each handler gets an [`EndpointCx`] that lets
+//! it send on its own host's NIC and arm its own timers; it never touches ports, links,
+//! routes or other flows. Transports are registered in one place, the `transports!` list
+//! below, from which the scenario syntax ([`TransportSpec`]), validation, `dcsim list`,
+//! labels and dispatch are generated.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod cc;
+pub mod endpoint;
 mod flows;
+mod ranges;
 pub mod tcp;
 pub mod xpass;
 
-use dcsim_engine::{Schedule, Time, TimerFire, TimerTable};
-use dcsim_net::{HostId, NetCx, NetEvent, Network, PacketId, PacketPool};
-use serde::{Deserialize, Serialize};
+use dcsim_engine::RngTree;
+use dcsim_engine::spec::{self, Kind};
+use dcsim_net::Packet;
+use serde::de;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use dcsim_net::FlowId;
-pub use flows::{FlowRecord, FlowSpec, Flows, ideal_fct};
+pub use endpoint::{
+    EndpointCx, FlowCx, FlowEvent, FlowInfo, FlowShared, Needs, PacketFormat, Receiver, Sched,
+    Sender, Side, TimerKey, Transport,
+};
+pub use flows::{FlowRecord, FlowSpec, Flows};
 pub use tcp::TcpConfig;
 
-/// Events of the transport layer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FlowEvent {
-    /// The flow starts.
-    Start(FlowId),
-    /// A flow timer: (flow, timer kind, generation).
-    Timer(FlowId, u8, u32),
-}
+use flows::Pair;
 
-/// What an endpoint may touch while handling one event.
-pub struct FlowCx<'a, S> {
-    /// The current time.
-    pub now: Time,
-    /// The packet pool.
-    pub pool: &'a mut PacketPool,
-    /// The network (only to hand packets to a host NIC).
-    pub net: &'a mut Network,
-    /// The scheduler.
-    pub sched: &'a mut S,
-}
-
-impl<S: Schedule<NetEvent>> FlowCx<'_, S> {
-    /// Hands `pkt` to the NIC of `host`.
-    #[inline]
-    pub fn send(&mut self, host: HostId, pkt: PacketId) {
-        let mut ncx = NetCx {
-            now: self.now,
-            pool: self.pool,
-            sched: self.sched,
-        };
-        self.net.send(host, pkt, &mut ncx);
-    }
-
-    /// Whether `host`'s NIC has room within the host transmit budget for a packet of
-    /// `wire_bytes` (see [`Network::nic_room`]); if not, the flow table wakes the caller's
-    /// flow when it has.
-    #[inline]
-    pub fn nic_room(&mut self, host: HostId, wire_bytes: u32) -> bool {
-        let mut ncx = NetCx {
-            now: self.now,
-            pool: self.pool,
-            sched: self.sched,
-        };
-        self.net.nic_room(host, wire_bytes, &mut ncx)
-    }
-}
-
-/// What a popped timer event means for its connection.
-pub(crate) enum Due {
-    /// Timer `kind` is due: run its handler.
-    Fire(usize),
-    /// A cancelled or superseded event (counted as stale).
-    Stale,
-    /// The deadline had moved later; the event was scheduled again.
-    Later,
-}
-
-/// Arms timer `kind` of `flow` for `at`, scheduling an event only when the table needs one
-/// (see [`TimerTable`]).
-pub(crate) fn arm_timer<const N: usize, S: Schedule<FlowEvent>>(
-    timers: &mut TimerTable<N>,
-    flow: FlowId,
-    kind: usize,
-    at: Time,
-    cx: &mut FlowCx<'_, S>,
-) {
-    if let Some(g) = timers.set(kind, at) {
-        cx.sched.at(at, FlowEvent::Timer(flow, kind as u8, g));
-    }
-}
-
-/// Resolves a popped timer event of `flow` against its table, rescheduling a deadline that
-/// moved later.
-pub(crate) fn timer_due<const N: usize, S: Schedule<FlowEvent>>(
-    timers: &mut TimerTable<N>,
-    flow: FlowId,
-    kind: u8,
-    generation: u32,
-    cx: &mut FlowCx<'_, S>,
-) -> Due {
-    match timers.on_fire(usize::from(kind), generation, cx.now) {
-        TimerFire::Stale => Due::Stale,
-        TimerFire::Reschedule(at) => {
-            cx.sched.at(at, FlowEvent::Timer(flow, kind, generation));
-            Due::Later
+/// The registry: one line per transport, `Variant(path::Type)`; the first is the default.
+/// Generates [`TransportSpec`] (the scenario syntax) and the flow table's dispatch.
+macro_rules! transports {
+    // `$d` is a `$` handed in by the caller, so that the generated `with_pair!` macro can
+    // have metavariables of its own.
+    ($d:tt; $($(#[$doc:meta])* $V:ident($T:ty)),+ $(,)?) => {
+        /// A transport as written in a scenario (`kind = "..."`).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum TransportSpec {
+            $($(#[$doc])* $V(<$T as Transport>::Config),)+
         }
-        TimerFire::Fire => Due::Fire(usize::from(kind)),
-    }
+
+        impl TransportSpec {
+            /// The transports a scenario can name, in registration order.
+            pub const KINDS: &'static [Kind] = &[$(Kind {
+                name: <$T as Transport>::NAME,
+                about: <$T as Transport>::ABOUT,
+            }),+];
+            const NAMES: &'static [&'static str] = &[$(<$T as Transport>::NAME),+];
+
+            /// The transport's name.
+            pub fn name(&self) -> &'static str {
+                match self { $(Self::$V(_) => <$T as Transport>::NAME,)+ }
+            }
+            /// Checks parameter ranges; the error names the field.
+            pub fn validate(&self) -> Result<(), String> {
+                match self { $(Self::$V(c) => <$T as Transport>::validate(c),)+ }
+            }
+            /// The spec with every profile default filled in (what `dcsim show` prints).
+            pub fn resolved(&self) -> Self {
+                match self { $(Self::$V(c) => Self::$V(<$T as Transport>::resolve(c)),)+ }
+            }
+            /// Short name for output ("dctcp", "reno", "expresspass").
+            pub fn label(&self) -> &'static str {
+                match self { $(Self::$V(c) => <$T as Transport>::label(c),)+ }
+            }
+            /// What the transport needs of the network.
+            pub fn needs(&self) -> Needs {
+                match self { $(Self::$V(c) => <$T as Transport>::needs(c),)+ }
+            }
+            /// Sizes of its data packets.
+            pub fn packet_format(&self) -> PacketFormat {
+                match self { $(Self::$V(c) => <$T as Transport>::packet_format(c),)+ }
+            }
+            /// Books a packet that arrived after both ends of its flow had finished.
+            pub(crate) fn on_straggler(&self, pkt: &Packet, r: &mut FlowRecord) {
+                match self { $(Self::$V(_) => <$T as Transport>::on_straggler(pkt, r),)+ }
+            }
+            /// Both ends of a new flow.
+            pub(crate) fn open(&self, flow: &FlowInfo, rng: &RngTree) -> Conn {
+                match self {
+                    $(Self::$V(c) => {
+                        let (tx, rx) = <$T as Transport>::open(c, flow, rng);
+                        Conn::$V(Pair::new(tx, rx, flow.size_bytes))
+                    })+
+                }
+            }
+        }
+
+        impl Serialize for TransportSpec {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Self::$V(c) => spec::serialize_tagged(<$T as Transport>::NAME, c, s),)+
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for TransportSpec {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                spec::deserialize_tagged(d, Self::NAMES, |kind, params| {
+                    $(if kind == <$T as Transport>::NAME {
+                        return spec::params(params).map(Self::$V);
+                    })+
+                    Err(de::Error::custom(format_args!("no transport {kind:?}")))
+                })
+            }
+        }
+
+        /// Both ends of one running flow, whatever its transport.
+        #[allow(clippy::large_enum_variant)] // boxed in the flow table
+        pub(crate) enum Conn {
+            $($V(Pair<$T>),)+
+        }
+
+        /// Every transport's per-host state, indexed by host.
+        #[allow(non_snake_case)] // one field per registered transport, named as its variant
+        pub(crate) struct HostStates {
+            $($V: Vec<<$T as Transport>::Host>,)+
+        }
+
+        impl HostStates {
+            pub(crate) fn new(hosts: usize) -> Self {
+                Self { $($V: (0..hosts).map(|_| Default::default()).collect(),)+ }
+            }
+        }
+
+        /// Runs `body` with the flow's pair `p` (of whatever transport) and, in the first
+        /// form, `h`, that transport's state on host `host`.
+        macro_rules! with_pair {
+            ($d conn:expr, $d states:expr, $d host:expr, |$d p:ident, $d h:ident| $d body:expr) => {
+                match $d conn {
+                    $(Conn::$V($d p) => {
+                        let $d h = &mut $d states.$V[$d host.index()];
+                        $d body
+                    })+
+                }
+            };
+            ($d conn:expr, |$d p:ident| $d body:expr) => {
+                match $d conn { $(Conn::$V($d p) => $d body,)+ }
+            };
+        }
+        pub(crate) use with_pair;
+    };
 }
 
-/// A transport as written in a scenario (`kind = "..."`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum TransportSpec {
+transports! { $;
     /// The shared reliable transport (TCP) with a congestion controller.
-    Tcp(TcpConfig),
+    Tcp(tcp::Tcp),
     /// ExpressPass: receiver-driven credits.
-    Expresspass(xpass::XpassConfig),
+    Expresspass(xpass::Xpass),
 }
 
 impl Default for TransportSpec {
     fn default() -> Self {
         Self::Tcp(TcpConfig::default())
     }
-}
-
-impl TransportSpec {
-    /// Checks parameter ranges; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            Self::Tcp(c) => c.validate(),
-            Self::Expresspass(c) => c.validate(),
-        }
-    }
-
-    /// The spec with every profile default filled in (what `dcsim show` prints).
-    pub fn resolved(&self) -> Self {
-        match self {
-            Self::Tcp(c) => Self::Tcp(c.clone()),
-            Self::Expresspass(c) => Self::Expresspass(c.resolve()),
-        }
-    }
-
-    /// Whether the transport needs credit-shaping ports and symmetric routes.
-    pub fn is_credit_based(&self) -> bool {
-        matches!(self, Self::Expresspass(_))
-    }
-    /// Short name for output ("dctcp", "reno").
-    pub fn label(&self) -> &'static str {
-        match self {
-            Self::Tcp(c) => c.cc.name(),
-            Self::Expresspass(_) => "expresspass",
-        }
-    }
-    /// Wire bytes of a full data packet (for ideal completion times).
-    pub fn full_packet_wire_bytes(&self) -> u32 {
-        match self {
-            Self::Tcp(c) => c.full_segment_wire_bytes(),
-            Self::Expresspass(_) => dcsim_net::wire::MAX_WIRE_BYTES,
-        }
-    }
-    /// Payload bytes of a full data packet.
-    pub fn payload_per_packet(&self) -> u64 {
-        match self {
-            Self::Tcp(c) => c.mss.0,
-            Self::Expresspass(_) => u64::from(dcsim_net::wire::TCP_MSS_BYTES),
-        }
-    }
-    /// The transports a scenario can name (for `dcsim list`).
-    pub const KINDS: &'static [(&'static str, &'static str)] = &[
-        (
-            "tcp",
-            "reliable transport (NewReno mechanics) with a congestion controller `cc`",
-        ),
-        (
-            "expresspass",
-            "credit-based: receiver-paced credits, one data packet per credit; profile paper | code",
-        ),
-    ];
 }

@@ -39,10 +39,12 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod ideal;
 mod results;
 mod scenario;
 mod world;
 
+pub use ideal::ideal_fct;
 pub use results::{Results, label};
 pub use scenario::{
     ConfigError, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,

@@ -405,19 +405,8 @@ impl ScenarioSpec {
             index_of.insert(name.clone(), transports.len() as u32);
             transports.push(t.clone());
         }
-        if transports.iter().any(TransportSpec::is_credit_based) {
-            if spec.routing.mode != dcsim_net::RoutingMode::SymmetricEcmp {
-                return Err(err("routing.mode: ExpressPass needs \"symmetric-ecmp\" \
-                     (data must take the reverse path of its credits)"
-                    .into()));
-            }
-            if !spec.queue.features().contains(PortFeatures::CREDIT_SHAPING) {
-                return Err(err(
-                    "queue.kind: ExpressPass needs \"credit-shaper\" on switch ports \
-                     (credits must be rate-limited at every hop)"
-                        .into(),
-                ));
-            }
+        for t in &transports {
+            check_needs(t, &spec).map_err(err)?;
         }
         let pick = |name: &Option<String>, at: &str| -> Result<u32, ConfigError> {
             match name {
@@ -558,6 +547,41 @@ impl ScenarioSpec {
     }
 }
 
+/// Checks what transport `t` needs of the network against the scenario's routing and
+/// queue disciplines; the error names the key to change.
+fn check_needs(t: &TransportSpec, spec: &ScenarioSpec) -> Result<(), String> {
+    let needs = t.needs();
+    let name = t.name();
+    if let Some(why) = needs.symmetric_routes
+        && spec.routing.mode != dcsim_net::RoutingMode::SymmetricEcmp
+    {
+        return Err(format!(
+            "routing.mode: {name} needs \"symmetric-ecmp\" ({why})"
+        ));
+    }
+    for (key, ports, need) in [
+        ("queue", "switch ports", needs.switch_ports),
+        ("nic", "host NICs", needs.nics),
+    ] {
+        let Some((wanted, why)) = need else { continue };
+        let q = if key == "queue" {
+            &spec.queue
+        } else {
+            &spec.nic
+        };
+        let missing = wanted.difference(q.features());
+        if let Some((_, what, kind)) = PortFeatures::DESCRIPTIONS
+            .iter()
+            .find(|(f, _, _)| missing.contains(*f))
+        {
+            return Err(format!(
+                "{key}.kind: {name} needs {what} on {ports}, such as \"{kind}\" ({why})"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The port number of label `node->peer` in `graph` (ports are numbered two per link in
 /// link order: `a->b` then `b->a`).
 pub fn port_by_label(graph: &Graph, label: &str) -> Option<usize> {
@@ -589,7 +613,9 @@ impl Scenario {
     }
     /// Wire size hint used in summaries: a full data packet of the default transport.
     pub fn full_packet_bytes(&self) -> ByteSize {
-        ByteSize(u64::from(self.transports[0].full_packet_wire_bytes()))
+        ByteSize(u64::from(
+            self.transports[0].packet_format().full_wire_bytes,
+        ))
     }
 }
 

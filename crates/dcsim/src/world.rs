@@ -3,12 +3,13 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use dcsim_engine::{Dur, RngTree, SchedStats, Scheduler, Time};
+use dcsim_engine::{Dur, RngTree, SchedStats, Scheduler, Time, splitmix};
 use dcsim_metrics::SampleRow;
-use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats};
-use dcsim_transport::FlowSpec;
-use dcsim_transport::{FlowCx, FlowEvent, Flows};
+use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats, RouteId};
+use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows};
 use dcsim_workload::FlowSource;
+
+use crate::ideal::ideal_fct;
 
 use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
 
@@ -294,24 +295,16 @@ impl World {
                     self.flows.on_nic_ready(host, &mut fcx);
                 }
             }
-            Event::Flow(FlowEvent::Timer(f, kind, generation)) => {
+            Event::Flow(FlowEvent::Timer(f, key, generation)) => {
                 let mut fcx = FlowCx {
                     now,
                     pool: &mut self.pool,
                     net: &mut self.net,
                     sched: &mut self.sched,
                 };
-                self.flows.on_timer(f, kind, generation, &mut fcx);
+                self.flows.on_timer(f, key, generation, &mut fcx);
             }
-            Event::Flow(FlowEvent::Start(f)) => {
-                let mut fcx = FlowCx {
-                    now,
-                    pool: &mut self.pool,
-                    net: &mut self.net,
-                    sched: &mut self.sched,
-                };
-                self.flows.on_start(f, &mut fcx);
-            }
+            Event::Flow(FlowEvent::Start(f)) => self.start_flow(f, now),
             Event::Sample => self.sample(now),
             Event::Generate(i) => self.generate(i as usize, now),
             Event::WindowStart => self.begin_window(now),
@@ -340,14 +333,58 @@ impl World {
                 stop: f.stop.map(Time::from_dur),
                 transport: *transport,
             });
-            let mut fcx = FlowCx {
-                now,
-                pool: &mut self.pool,
-                net: &mut self.net,
-                sched: &mut self.sched,
-            };
-            self.flows.on_start(id, &mut fcx);
+            self.start_flow(id, now);
         }
+    }
+
+    /// Starts flow `f`: picks its routes (per-flow ECMP by a hash of its number), computes
+    /// its ideal completion time and hands both to its transport.
+    ///
+    /// # Panics
+    /// If a transport that needs symmetric routes got routes that are not each other's
+    /// reverse (the scenario check rejects such routing, so this is a bug).
+    fn start_flow(&mut self, f: FlowId, now: Time) {
+        let spec = *self.flows.spec(f);
+        let transport = self.flows.transport_of(f);
+        let format = transport.packet_format();
+        let key = splitmix(u64::from(f.0));
+        let (fwd, rev) = self.net.flow_routes(key, spec.src, spec.dst);
+        let ideal = spec.size_bytes.map(|size| {
+            let route = if fwd == RouteId::NONE {
+                self.net.ecmp_route(key, spec.src, spec.dst)
+            } else {
+                fwd
+            };
+            ideal_fct(
+                self.net.path_links(route),
+                size,
+                format.payload_bytes,
+                format.full_wire_bytes,
+            )
+        });
+        assert!(
+            transport.needs().symmetric_routes.is_none() || self.net.is_reverse(fwd, rev),
+            "flow {f}: {} needs symmetric routes",
+            transport.name()
+        );
+        let info = FlowInfo {
+            flow: f,
+            src: spec.src,
+            dst: spec.dst,
+            fwd,
+            rev,
+            size_bytes: spec.size_bytes,
+            stop: spec.stop,
+            src_link: self.net.port(self.net.nic(spec.src)).rate(),
+            dst_link: self.net.port(self.net.nic(spec.dst)).rate(),
+        };
+        let mut fcx = FlowCx {
+            now,
+            pool: &mut self.pool,
+            net: &mut self.net,
+            sched: &mut self.sched,
+        };
+        self.flows.on_start(f, &info, ideal, &mut fcx);
     }
 
     fn begin_window(&mut self, now: Time) {

@@ -25,19 +25,21 @@
 //! when credits keep arriving more than two RTTs after it; a lost request after `rto`.
 
 pub mod feedback;
+mod receiver;
+mod sender;
 
-use dcsim_engine::{Dur, Rate, Rng, Schedule, Time, TimerTable};
-use dcsim_net::wire::{
-    MAX_WIRE_BYTES, MIN_WIRE_BYTES, TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes,
-};
-use dcsim_net::{Class, Ecn, NetEvent, Packet, PacketId};
-use rand::RngExt;
+use dcsim_engine::{Dur, Rate, RngTree};
+use dcsim_net::qdisc::PortFeatures;
+use dcsim_net::wire::{MAX_WIRE_BYTES, MIN_WIRE_BYTES, TCP_MSS_BYTES};
+use dcsim_net::{Class, Ecn, Packet};
 use serde::{Deserialize, Serialize};
 
 pub use feedback::{Feedback, Law, LawParams, Period};
+pub use receiver::XpassReceiver;
+pub use sender::XpassSender;
 
-use crate::tcp::{Endpoints, Progress, insert_range};
-use crate::{Due, FlowCx, FlowEvent, arm_timer, timer_due};
+use crate::endpoint::{FlowInfo, Needs, PacketFormat, Transport};
+use crate::flows::FlowRecord;
 
 /// Packet flag: credit request.
 pub const FLAG_REQUEST: u8 = 8;
@@ -49,12 +51,6 @@ pub const FLAG_CREDIT: u8 = 32;
 pub const FLAG_XDATA: u8 = 64;
 /// Packet flag: negative acknowledgement of a byte range.
 pub const FLAG_NACK: u8 = 128;
-
-const T_REQ: usize = 0;
-const T_CREDIT: usize = 1;
-const T_NACK: usize = 2;
-const T_STOP: usize = 3;
-const TIMERS: usize = 4;
 
 /// Named parameter sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -216,6 +212,72 @@ impl XpassConfig {
     }
 }
 
+/// ExpressPass (`kind = "expresspass"`).
+pub struct Xpass;
+
+impl Transport for Xpass {
+    const NAME: &'static str = "expresspass";
+    const ABOUT: &'static str =
+        "credit-based: receiver-paced credits, one data packet per credit; profile paper | code";
+    type Config = XpassConfig;
+    type Sender = XpassSender;
+    type Receiver = XpassReceiver;
+    type Host = ();
+
+    fn validate(cfg: &XpassConfig) -> Result<(), String> {
+        cfg.validate()
+    }
+    fn resolve(cfg: &XpassConfig) -> XpassConfig {
+        cfg.resolve()
+    }
+    fn needs(_cfg: &XpassConfig) -> Needs {
+        Needs {
+            symmetric_routes: Some("data must take the reverse path of its credits"),
+            switch_ports: Some((
+                PortFeatures::CREDIT_SHAPING,
+                "credits must be rate-limited at every hop",
+            )),
+            nics: None,
+        }
+    }
+    fn packet_format(_cfg: &XpassConfig) -> PacketFormat {
+        PacketFormat {
+            payload_bytes: u64::from(TCP_MSS_BYTES),
+            full_wire_bytes: MAX_WIRE_BYTES,
+        }
+    }
+    fn open(cfg: &XpassConfig, flow: &FlowInfo, rng: &RngTree) -> (XpassSender, XpassReceiver) {
+        let mut p = cfg.params();
+        let avg = f64::from(p.credit_size[0] + p.credit_size[1]) / 2.0;
+        let max_rate = match p.max_credit_rate {
+            Some(r) => r.bps() as f64 / 8.0,
+            None => flow.dst_link.bps() as f64 / 8.0 * avg / (avg + f64::from(MAX_WIRE_BYTES)),
+        };
+        p.law.max_rate = max_rate;
+        let rng = rng.stream("flow", u64::from(flow.flow.0));
+        (
+            XpassSender::new(p, flow),
+            XpassReceiver::new(p, flow, max_rate, rng),
+        )
+    }
+    fn record(tx: &XpassSender, rx: &XpassReceiver, r: &mut FlowRecord) {
+        r.retransmits = tx.stats().retransmits;
+        r.credits_sent = rx.stats().credits_sent;
+        // Stragglers already counted by the flow table stay counted.
+        r.credits_wasted = r.credits_wasted.max(tx.stats().credits_wasted);
+    }
+    fn sample(_tx: &XpassSender, rx: &XpassReceiver, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("credit_rate_gbps", rx.credit_rate() * 8.0 / 1e9));
+        out.push(("w", rx.w()));
+    }
+    /// A credit that arrives after the flow has finished is wasted.
+    fn on_straggler(pkt: &Packet, r: &mut FlowRecord) {
+        if pkt.class == Class::Credit {
+            r.credits_wasted += 1;
+        }
+    }
+}
+
 /// Counters of one ExpressPass flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct XpassStats {
@@ -233,582 +295,30 @@ pub struct XpassStats {
     pub nacks: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SendState {
-    Requested,
-    Sending,
-    Stopped,
-}
-
-/// One ExpressPass flow: both endpoints.
-pub struct XpassConn {
-    ep: Endpoints,
-    p: XpassParams,
-    /// Bytes to deliver (`u64::MAX` while a long-lived flow runs).
-    size: u64,
-    // Sender.
-    state: SendState,
-    req_backoff: u32,
-    next_seq: u64,
-    retx: Vec<(u64, u64)>,
-    request_sent_at: Time,
-    sender_rtt: Option<Dur>,
-    stop_sent_at: Time,
-    ecs_checked_at: Time,
-    credits_this_rtt: u64,
-    // Receiver.
-    crediting: bool,
-    fb: Feedback,
-    credit_seq: u64,
-    c_recv_next: u64,
-    period_total: u64,
-    period_dropped: u64,
-    last_update: Time,
-    rtt: Option<f64>,
-    rcv_nxt: u64,
-    ooo: Vec<(u64, u64)>,
-    last_data_at: Time,
-    nack_at: u64,
-    nack_backoff: u32,
-    stop_seen: bool,
-    completed: bool,
-    max_rate: f64,
-    rng: Rng,
-    timers: TimerTable<TIMERS>,
-    stats: XpassStats,
-}
-
-impl XpassConn {
-    /// A connection for `size_bytes` (`None`: long-lived) whose receiver's link runs at
-    /// `receiver_link`; `rng` is the flow's own stream.
-    pub fn new(
-        cfg: &XpassConfig,
-        ep: Endpoints,
-        size_bytes: Option<u64>,
-        receiver_link: Rate,
-        rng: Rng,
-    ) -> Self {
-        let mut p = cfg.params();
-        let avg = f64::from(p.credit_size[0] + p.credit_size[1]) / 2.0;
-        let max_rate = match p.max_credit_rate {
-            Some(r) => r.bps() as f64 / 8.0,
-            None => receiver_link.bps() as f64 / 8.0 * avg / (avg + f64::from(MAX_WIRE_BYTES)),
-        };
-        p.law.max_rate = max_rate;
-        Self {
-            ep,
-            p,
-            size: size_bytes.unwrap_or(u64::MAX),
-            state: SendState::Requested,
-            req_backoff: 0,
-            next_seq: 0,
-            retx: Vec::new(),
-            request_sent_at: Time::ZERO,
-            sender_rtt: None,
-            stop_sent_at: Time::ZERO,
-            ecs_checked_at: Time::ZERO,
-            credits_this_rtt: 0,
-            crediting: false,
-            fb: Feedback::new(p.law, max_rate),
-            credit_seq: 0,
-            c_recv_next: 1,
-            period_total: 0,
-            period_dropped: 0,
-            last_update: Time::ZERO,
-            rtt: None,
-            rcv_nxt: 0,
-            ooo: Vec::new(),
-            last_data_at: Time::ZERO,
-            nack_at: u64::MAX,
-            nack_backoff: 0,
-            stop_seen: false,
-            completed: false,
-            max_rate,
-            rng,
-            timers: TimerTable::default(),
-            stats: XpassStats::default(),
-        }
-    }
-
-    /// Counters.
-    pub fn stats(&self) -> XpassStats {
-        self.stats
-    }
-    /// Bytes the receiver holds in order.
-    pub fn delivered_bytes(&self) -> u64 {
-        self.rcv_nxt
-    }
-    /// The receiver's current credit rate, bytes/s.
-    pub fn credit_rate(&self) -> f64 {
-        self.fb.rate()
-    }
-    /// The maximum credit rate, bytes/s.
-    pub fn max_credit_rate(&self) -> f64 {
-        self.max_rate
-    }
-    /// The receiver's aggressiveness w.
-    pub fn w(&self) -> f64 {
-        self.fb.w()
-    }
-    /// The flow's size once known (a stopped long-lived flow's bytes sent).
-    pub fn limit_bytes(&self) -> Option<u64> {
-        (self.size != u64::MAX).then_some(self.size)
-    }
-
-    fn progress(&self) -> Progress {
-        Progress {
-            completed: self.completed,
-            finished: self.completed && !self.crediting && self.state == SendState::Stopped,
-            nic_blocked: false,
-        }
-    }
-
-    fn arm<S: Schedule<FlowEvent>>(&mut self, kind: usize, at: Time, cx: &mut FlowCx<'_, S>) {
-        arm_timer(&mut self.timers, self.ep.flow, kind, at, cx);
-    }
-
-    fn control(
-        &self,
-        cx: &mut FlowCx<'_, impl Schedule<NetEvent>>,
-        from_sender: bool,
-        flags: u8,
-        seq: u64,
-        ack: u64,
-    ) -> PacketId {
-        cx.pool.alloc(Packet {
-            seq,
-            ack,
-            sent_at: cx.now,
-            echo: Time::ZERO,
-            rate: Rate::MAX,
-            flow: self.ep.flow,
-            route: if from_sender {
-                self.ep.fwd
-            } else {
-                self.ep.rev
-            },
-            dst: if from_sender {
-                self.ep.dst
-            } else {
-                self.ep.src
-            },
-            payload_bytes: 0,
-            wire_bytes: MIN_WIRE_BYTES,
-            hop: 0,
-            class: Class::Control,
-            ecn: Ecn::NotEct,
-            flags,
-        })
-    }
-
-    /// Starts the flow: the sender asks for credits.
-    pub fn on_start<S>(&mut self, stop: Option<Time>, cx: &mut FlowCx<'_, S>) -> Progress
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        if let Some(t) = stop {
-            self.arm(T_STOP, t.max(cx.now), cx);
-        }
-        self.send_request(cx);
-        self.progress()
-    }
-
-    fn send_request<S>(&mut self, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let left = self.size.saturating_sub(self.next_seq)
-            + self.retx.iter().map(|r| r.1 - r.0).sum::<u64>();
-        let pkts = left.div_ceil(u64::from(TCP_MSS_BYTES));
-        let pkt = self.control(cx, true, FLAG_REQUEST, self.size, pkts);
-        cx.send(self.ep.src, pkt);
-        self.stats.requests += 1;
-        self.state = SendState::Requested;
-        self.request_sent_at = cx.now;
-        // Exponential backoff while no credit comes back: when thousands of flows start at
-        // once, their first credits are mostly dropped, and fixed 100 µs retries would fill
-        // the data queues with requests.
-        let wait = self.p.rto.saturating_mul(1 << self.req_backoff.min(6));
-        self.req_backoff += 1;
-        self.arm(T_REQ, cx.now + wait, cx);
-    }
-
-    /// Handles a packet of this flow. Frees it.
-    pub fn on_packet<S>(&mut self, pkt: PacketId, cx: &mut FlowCx<'_, S>) -> Progress
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let p = *cx.pool.get(pkt);
-        cx.pool.free(pkt);
-        match p.flags {
-            FLAG_CREDIT => self.on_credit(&p, cx),
-            FLAG_XDATA => self.on_data(&p, cx),
-            FLAG_REQUEST => self.on_request(&p, cx),
-            FLAG_STOP => self.on_stop(&p, cx),
-            FLAG_NACK => self.on_nack(&p, cx),
-            _ => debug_assert!(false, "unknown ExpressPass packet flags {}", p.flags),
-        }
-        self.progress()
-    }
-
-    // ---- sender ----
-
-    fn has_data(&self) -> bool {
-        !self.retx.is_empty() || self.next_seq < self.size
-    }
-
-    fn on_credit<S>(&mut self, c: &Packet, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        self.stats.credits_received += 1;
-        self.credits_this_rtt += 1;
-        if self.state == SendState::Requested {
-            self.timers.cancel(T_REQ);
-            self.req_backoff = 0;
-            self.sender_rtt = Some(cx.now - self.request_sent_at);
-            self.ecs_checked_at = cx.now;
-            self.state = SendState::Sending;
-        }
-        if !self.has_data() {
-            self.stats.credits_wasted += 1;
-            // Nothing (left) to send: stop the credits. Either no stop went out yet (a
-            // long-lived flow stopped before its first credit), or it got lost and credits
-            // still arrive long after it.
-            let rtt = self.sender_rtt.unwrap_or(self.p.rto);
-            if self.state != SendState::Stopped || cx.now >= self.stop_sent_at + rtt * 2 {
-                self.send_stop(cx);
-            }
-            return;
-        }
-        // One data packet per credit: retransmissions first.
-        let (seq, len) = if let Some(r) = self.retx.first_mut() {
-            let len = (r.1 - r.0).min(u64::from(TCP_MSS_BYTES));
-            let seq = r.0;
-            r.0 += len;
-            if r.0 >= r.1 {
-                self.retx.remove(0);
-            }
-            self.stats.retransmits += 1;
-            (seq, len)
-        } else {
-            let len = (self.size - self.next_seq).min(u64::from(TCP_MSS_BYTES));
-            let seq = self.next_seq;
-            self.next_seq += len;
-            (seq, len)
-        };
-        let len = len as u32;
-        let pkt = cx.pool.alloc(Packet {
-            seq,
-            ack: c.seq,
-            sent_at: cx.now,
-            echo: c.sent_at,
-            rate: Rate::MAX,
-            flow: self.ep.flow,
-            route: self.ep.fwd,
-            dst: self.ep.dst,
-            payload_bytes: len,
-            wire_bytes: wire_bytes(len + TCP_IP_HEADER_BYTES),
-            hop: 0,
-            class: Class::Data,
-            ecn: Ecn::NotEct,
-            flags: FLAG_XDATA,
-        });
-        cx.send(self.ep.src, pkt);
-        if !self.has_data() {
-            self.send_stop(cx);
-        } else if self.p.ecs && self.state == SendState::Sending {
-            self.early_credit_stop(cx);
-        }
-    }
-
-    /// ECS (ns2-xpass, April 2018): once per sender RTT, if the credits of the last RTT
-    /// cover the packets left, stop now; the credits in flight will carry the rest.
-    fn early_credit_stop<S>(&mut self, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let Some(rtt) = self.sender_rtt else { return };
-        if cx.now < self.ecs_checked_at + rtt {
-            return;
-        }
-        self.ecs_checked_at = cx.now;
-        let left = (self.size - self.next_seq).div_ceil(u64::from(TCP_MSS_BYTES));
-        if self.credits_this_rtt >= left {
-            self.send_stop(cx);
-        }
-        self.credits_this_rtt = 0;
-    }
-
-    fn send_stop<S>(&mut self, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let pkt = self.control(cx, true, FLAG_STOP, self.size, 0);
-        cx.send(self.ep.src, pkt);
-        self.state = SendState::Stopped;
-        self.stop_sent_at = cx.now;
-        if self.has_data() {
-            // Early stop: if the credits in flight fall short, ask again after 2 RTTs.
-            let rtt = self.sender_rtt.unwrap_or(self.p.rto);
-            self.arm(T_REQ, cx.now + rtt * 2, cx);
-        } else {
-            self.timers.cancel(T_REQ);
-        }
-    }
-
-    fn on_nack<S>(&mut self, p: &Packet, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let (from, to) = (p.seq, p.ack.min(self.next_seq));
-        if from < to {
-            insert_range(&mut self.retx, from, to);
-        }
-        if self.state == SendState::Stopped && self.has_data() {
-            self.send_request(cx);
-        }
-    }
-
-    // ---- receiver ----
-
-    fn on_request<S>(&mut self, p: &Packet, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        if p.seq != u64::MAX {
-            self.size = self.size.min(p.seq);
-        }
-        if self.crediting {
-            return; // a duplicate
-        }
-        self.crediting = true;
-        self.stop_seen = false;
-        let mut initial = self.p.alpha * self.max_rate;
-        if self.p.air && p.ack < 40 {
-            // AIR (ns2-xpass, April 2018): short flows start proportionally slower.
-            initial *= p.ack.max(1) as f64 / 40.0;
-        }
-        let mut law = self.p.law;
-        law.max_rate = self.max_rate;
-        self.fb = Feedback::new(law, initial);
-        self.last_update = cx.now;
-        self.period_total = 0;
-        self.period_dropped = 0;
-        // The first credit leaves at once; pacing follows.
-        self.send_credit(cx);
-    }
-
-    fn send_credit<S>(&mut self, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        self.run_feedback(cx.now);
-        self.credit_seq += 1;
-        let [lo, hi] = self.p.credit_size;
-        let size = if lo == hi {
-            lo
-        } else {
-            self.rng.random_range(lo..=hi)
-        };
-        let pkt = cx.pool.alloc(Packet {
-            seq: self.credit_seq,
-            ack: 0,
-            sent_at: cx.now,
-            echo: Time::ZERO,
-            rate: Rate::MAX,
-            flow: self.ep.flow,
-            route: self.ep.rev,
-            dst: self.ep.src,
-            payload_bytes: 0,
-            wire_bytes: size,
-            hop: 0,
-            class: Class::Credit,
-            ecn: Ecn::NotEct,
-            flags: FLAG_CREDIT,
-        });
-        cx.send(self.ep.dst, pkt);
-        self.stats.credits_sent += 1;
-        // gap = average credit / rate · (1 + U[jitter])
-        let avg = f64::from(lo + hi) / 2.0;
-        let [jl, jh] = self.p.jitter;
-        let u = if jl >= jh {
-            jl
-        } else {
-            self.rng.random_range(jl..=jh)
-        };
-        let gap =
-            Dur::from_secs_f64(avg / self.fb.rate().max(1.0) * (1.0 + u)).max(Dur::from_ps(1));
-        self.arm(T_CREDIT, cx.now + gap, cx);
-    }
-
-    /// The feedback runs before each credit but acts at most once per RTT (and only once
-    /// data has given an RTT and credit-loss samples), as in the reference code.
-    fn run_feedback(&mut self, now: Time) {
-        let Some(rtt) = self.rtt else { return };
-        let elapsed = now.saturating_since(self.last_update).as_secs_f64();
-        if elapsed < rtt || self.period_total == 0 {
-            return;
-        }
-        let [lo, hi] = self.p.credit_size;
-        self.fb.update(&Period {
-            total: self.period_total,
-            dropped: self.period_dropped,
-            elapsed,
-            rtt,
-            credit_size: f64::from(lo + hi) / 2.0,
-        });
-        self.period_total = 0;
-        self.period_dropped = 0;
-        self.last_update = now;
-    }
-
-    fn on_data<S>(&mut self, p: &Packet, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        // Credit-loss accounting from the echoed credit sequence (§1.6.1 of the
-        // reference notes): a gap is credits that produced no data.
-        if p.ack >= self.c_recv_next {
-            let d = p.ack - self.c_recv_next;
-            self.period_total += d + 1;
-            self.period_dropped += d;
-            self.c_recv_next = p.ack + 1;
-        } else {
-            debug_assert!(
-                false,
-                "credit sequence went backwards: routes are not symmetric FIFO"
-            );
-        }
-        // Receiver RTT: EWMA (0.8 old, 0.2 new) of credit departure to data arrival.
-        let sample = cx.now.saturating_since(p.echo).as_secs_f64();
-        self.rtt = Some(self.rtt.map_or(sample, |r| 0.8 * r + 0.2 * sample));
-        self.last_data_at = cx.now;
-        let (seq, end) = (p.seq, p.seq + u64::from(p.payload_bytes));
-        if seq <= self.rcv_nxt {
-            self.rcv_nxt = self.rcv_nxt.max(end);
-            while let Some(&(s, e)) = self.ooo.first() {
-                if s > self.rcv_nxt {
-                    break;
-                }
-                self.rcv_nxt = self.rcv_nxt.max(e);
-                self.ooo.remove(0);
-            }
-        } else {
-            // A hole: report it at once.
-            let had_hole = !self.ooo.is_empty();
-            insert_range(&mut self.ooo, seq, end);
-            if !had_hole {
-                self.send_nack(cx);
-            }
-        }
-        if self.rcv_nxt >= self.size && !self.completed {
-            self.completed = true;
-            self.timers.cancel(T_NACK);
-            if self.stop_seen {
-                self.stop_crediting();
-            }
-        }
-    }
-
-    /// NACK the first missing range and re-check after `rto`.
-    fn send_nack<S>(&mut self, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let to = self.ooo.first().map_or(self.size, |r| r.0);
-        if self.rcv_nxt >= to {
-            return;
-        }
-        let pkt = self.control(cx, false, FLAG_NACK, self.rcv_nxt, to);
-        cx.send(self.ep.dst, pkt);
-        self.stats.nacks += 1;
-        // Re-check after the timeout, but never sooner than two RTTs (the retransmission
-        // needs a credit round trip and a data trip), backing off exponentially while the
-        // same hole persists: a flow with a small share of a crowded link gets few credits.
-        let base = self
-            .p
-            .rto
-            .max(Dur::from_secs_f64(2.0 * self.rtt.unwrap_or(0.0)));
-        if self.rcv_nxt != self.nack_at {
-            self.nack_at = self.rcv_nxt;
-            self.nack_backoff = 0;
-        }
-        let wait = base.saturating_mul(1 << self.nack_backoff.min(6));
-        self.nack_backoff += 1;
-        self.arm(T_NACK, cx.now + wait, cx);
-    }
-
-    fn stop_crediting(&mut self) {
-        self.crediting = false;
-        self.timers.cancel(T_CREDIT);
-    }
-
-    fn on_stop<S>(&mut self, p: &Packet, cx: &mut FlowCx<'_, S>)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        self.size = self.size.min(p.seq);
-        self.stop_seen = true;
-        self.stop_crediting();
-        if self.rcv_nxt >= self.size {
-            self.completed = true;
-            self.timers.cancel(T_NACK);
-        } else if self.timers.deadline(T_NACK).is_none() {
-            // Data may still be in flight (early stop); if none arrives within rto,
-            // whatever is missing is lost: NACK it.
-            self.arm(T_NACK, cx.now + self.p.rto, cx);
-        }
-    }
-
-    /// Handles a timer event.
-    pub fn on_timer<S>(
-        &mut self,
-        kind: u8,
-        generation: u32,
-        cx: &mut FlowCx<'_, S>,
-    ) -> (Progress, bool)
-    where
-        S: Schedule<NetEvent> + Schedule<FlowEvent>,
-    {
-        let kind = match timer_due(&mut self.timers, self.ep.flow, kind, generation, cx) {
-            Due::Fire(kind) => kind,
-            Due::Stale => return (self.progress(), true),
-            Due::Later => return (self.progress(), false),
-        };
-        match kind {
-            T_CREDIT => {
-                if self.crediting {
-                    self.send_credit(cx);
-                }
-            }
-            T_REQ => {
-                // A lost request, or an early stop whose credits fell short.
-                if self.has_data() && self.state != SendState::Sending {
-                    self.send_request(cx);
-                }
-            }
-            T_NACK => {
-                if !self.completed {
-                    if cx.now.saturating_since(self.last_data_at) >= self.p.rto
-                        || !self.ooo.is_empty()
-                    {
-                        self.send_nack(cx);
-                    } else {
-                        self.arm(T_NACK, self.last_data_at + self.p.rto, cx);
-                    }
-                }
-            }
-            _ => {
-                // Stop time of a long-lived flow: no new data from now on.
-                if self.size == u64::MAX {
-                    self.size = self.next_seq;
-                    if self.state != SendState::Requested && !self.has_data() {
-                        self.send_stop(cx);
-                    }
-                }
-            }
-        }
-        (self.progress(), false)
+/// A control packet (request, stop, NACK: 84 bytes on the wire) of `flow`, from the
+/// sender (`from_sender`) or the receiver.
+fn control(
+    flow: &FlowInfo,
+    from_sender: bool,
+    now: dcsim_engine::Time,
+    flags: u8,
+    seq: u64,
+    ack: u64,
+) -> Packet {
+    Packet {
+        seq,
+        ack,
+        sent_at: now,
+        echo: dcsim_engine::Time::ZERO,
+        rate: Rate::MAX,
+        flow: flow.flow,
+        route: if from_sender { flow.fwd } else { flow.rev },
+        dst: if from_sender { flow.dst } else { flow.src },
+        payload_bytes: 0,
+        wire_bytes: MIN_WIRE_BYTES,
+        hop: 0,
+        class: Class::Control,
+        ecn: Ecn::NotEct,
+        flags,
     }
 }

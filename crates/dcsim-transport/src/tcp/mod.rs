@@ -1,0 +1,187 @@
+//! The shared reliable transport: TCP NewReno mechanics with a pluggable congestion
+//! controller ([`crate::cc`]). Every window- or rate-based protocol (DCTCP and the others
+//! of the `cc` registry) runs on it: the transport owns sequence space, acknowledgements,
+//! loss recovery, RTT estimation and timers; the controller owns only the window.
+//!
+//! The sender ([`TcpSender`]) and the receiver ([`TcpReceiver`]) talk only through
+//! packets. Sequence numbers count payload bytes from 0. There is no handshake: the first
+//! window leaves at the flow's start time (like ns-2's one-way TCP agents and htsim).
+//!
+//! Sender: slow start, congestion avoidance (policy in the controller), fast retransmit
+//! after three duplicate ACKs and NewReno fast recovery with partial ACKs (RFC 6582),
+//! retransmission timeout with exponential backoff and go-back-N (RFC 6298), RTT from
+//! echoed timestamps (like the TCP timestamp option), and the ECN echo handled at most once
+//! per window (RFC 3168's CWR state) by calling the controller's `on_ecn`.
+//!
+//! Receiver: cumulative ACKs with an out-of-order range buffer, one ACK per segment by
+//! default, or delayed ACKs (every second segment or a timeout, immediate on reordering)
+//! with DCTCP's two-state CE machine so that marks are echoed exactly.
+//!
+//! # Header usage
+//! Data: `seq` = first byte, `payload_bytes`, `sent_at`; ACK: `ack` = next expected byte,
+//! `echo` = `sent_at` of the segment that triggered it, flag `ECE`.
+//!
+//! # Deviations
+//! No SYN/FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle.
+
+mod receiver;
+mod sender;
+
+use dcsim_engine::{ByteSize, Dur, RngTree};
+use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
+use serde::{Deserialize, Serialize};
+
+pub use receiver::TcpReceiver;
+pub use sender::{TcpSender, TcpStats};
+
+use crate::cc::{CcSpec, CongestionControl, WindowLimits};
+use crate::endpoint::{FlowInfo, PacketFormat, Transport};
+use crate::flows::FlowRecord;
+
+/// Packet flag: carries data.
+pub const FLAG_DATA: u8 = 1;
+/// Packet flag: an acknowledgement.
+pub const FLAG_ACK: u8 = 2;
+/// Packet flag: ECN echo.
+pub const FLAG_ECE: u8 = 4;
+
+/// Parameters of the reliable transport. Defaults are data-centre values, each with its
+/// source.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// Congestion controller (`"reno"`, `"dctcp"` or a table with parameters).
+    pub cc: CcSpec,
+    /// Maximum payload per segment (1460 B for a 1500 B MTU).
+    pub mss: ByteSize,
+    /// Initial window in segments (10, RFC 6928).
+    pub init_cwnd_pkts: u32,
+    /// Floor of the window in segments after any decrease (2, as Linux and RFC 5681's
+    /// `2·SMSS` ssthresh floor; ns-2 allows 1).
+    pub min_cwnd_pkts: u32,
+    /// Minimum retransmission timeout (1 ms; data-centre studies use 200 µs – 4 ms, Linux
+    /// 200 ms).
+    pub min_rto: Dur,
+    /// Retransmission timeout before the first RTT sample (1 ms, as FlexPass's scripts).
+    pub init_rto: Dur,
+    /// Largest retransmission timeout after backoff (1 s).
+    pub max_rto: Dur,
+    /// ECN-capable transport. Default: on for controllers that use ECN (DCTCP).
+    pub ecn: Option<bool>,
+    /// Delayed ACKs: acknowledge every second segment or after `delack_timeout`.
+    /// Off by default, as in the reference data-centre simulations (one ACK per segment).
+    pub delayed_ack: bool,
+    /// Delayed-ACK timeout (50 µs, about one data-centre RTT).
+    pub delack_timeout: Dur,
+    /// Cap on the window (a receiver window), if any.
+    pub max_window: Option<ByteSize>,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        Self {
+            cc: CcSpec::default(),
+            mss: ByteSize(u64::from(TCP_MSS_BYTES)),
+            init_cwnd_pkts: 10,
+            min_cwnd_pkts: 2,
+            min_rto: Dur::from_ms(1),
+            init_rto: Dur::from_ms(1),
+            max_rto: Dur::from_secs(1),
+            ecn: None,
+            delayed_ack: false,
+            delack_timeout: Dur::from_us(50),
+            max_window: None,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// Checks parameter ranges; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.mss.0 == 0 || self.mss.0 > 9000 {
+            return Err(format!(
+                "mss: must be between 1B and 9000B, got {}",
+                self.mss
+            ));
+        }
+        if self.init_cwnd_pkts == 0 {
+            return Err("init_cwnd_pkts: must be at least 1".into());
+        }
+        if self.min_cwnd_pkts == 0 {
+            return Err("min_cwnd_pkts: must be at least 1".into());
+        }
+        if self.min_rto == Dur::ZERO {
+            return Err("min_rto: must be greater than zero".into());
+        }
+        if self.max_rto < self.min_rto {
+            return Err("max_rto: must be at least min_rto".into());
+        }
+        if self.init_rto == Dur::ZERO {
+            return Err("init_rto: must be greater than zero".into());
+        }
+        if self.delayed_ack && self.delack_timeout == Dur::ZERO {
+            return Err("delack_timeout: must be greater than zero".into());
+        }
+        self.cc.validate().map_err(|e| format!("cc.{e}"))
+    }
+
+    /// Whether data packets are ECN-capable.
+    pub fn ecn_enabled(&self) -> bool {
+        self.ecn.unwrap_or_else(|| self.cc.uses_ecn())
+    }
+
+    /// Wire bytes of a full-size data segment.
+    pub fn full_segment_wire_bytes(&self) -> u32 {
+        wire_bytes(self.mss.0 as u32 + TCP_IP_HEADER_BYTES)
+    }
+
+    fn limits(&self) -> WindowLimits {
+        let mss = self.mss.0;
+        WindowLimits {
+            mss,
+            init_cwnd: u64::from(self.init_cwnd_pkts) * mss,
+            min_cwnd: u64::from(self.min_cwnd_pkts) * mss,
+        }
+    }
+}
+
+/// The reliable transport (`kind = "tcp"`), with the congestion controller named by `cc`.
+pub struct Tcp;
+
+impl Transport for Tcp {
+    const NAME: &'static str = "tcp";
+    const ABOUT: &'static str =
+        "reliable transport (NewReno mechanics) with a congestion controller `cc`";
+    type Config = TcpConfig;
+    type Sender = TcpSender;
+    type Receiver = TcpReceiver;
+    type Host = ();
+
+    fn validate(cfg: &TcpConfig) -> Result<(), String> {
+        cfg.validate()
+    }
+    fn label(cfg: &TcpConfig) -> &'static str {
+        cfg.cc.name()
+    }
+    fn packet_format(cfg: &TcpConfig) -> PacketFormat {
+        PacketFormat {
+            payload_bytes: cfg.mss.0,
+            full_wire_bytes: cfg.full_segment_wire_bytes(),
+        }
+    }
+    fn open(cfg: &TcpConfig, flow: &FlowInfo, _rng: &RngTree) -> (TcpSender, TcpReceiver) {
+        (
+            TcpSender::new(cfg, cfg.cc.build(cfg.limits()), flow),
+            TcpReceiver::new(cfg, flow),
+        )
+    }
+    fn record(tx: &TcpSender, _rx: &TcpReceiver, r: &mut FlowRecord) {
+        r.retransmits = tx.stats().retransmits;
+        r.timeouts = tx.stats().timeouts;
+    }
+    fn sample(tx: &TcpSender, _rx: &TcpReceiver, out: &mut Vec<(&'static str, f64)>) {
+        let m = tx.cc().metrics();
+        out.push(("cwnd_bytes", m.cwnd_bytes as f64));
+        out.push(("alpha", m.alpha));
+    }
+}

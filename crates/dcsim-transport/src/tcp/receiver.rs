@@ -1,0 +1,130 @@
+//! The TCP receiver: cumulative ACKs, an out-of-order buffer, delayed ACKs with DCTCP's
+//! CE state machine.
+
+use dcsim_engine::{Dur, Rate, Time, TimerTable};
+use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
+use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RouteId};
+
+use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig};
+use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
+use crate::ranges::{advance, insert_range};
+
+const T_DELACK: usize = 0;
+
+/// The receiving end of a TCP flow.
+pub struct TcpReceiver {
+    flow: FlowId,
+    route: RouteId,
+    dst: HostId,
+    rcv_nxt: u64,
+    ooo: Vec<(u64, u64)>,
+    delayed_ack: bool,
+    delack_timeout: Dur,
+    pending_acks: u32,
+    ce_state: bool,
+    last_echo: Time,
+    completed: bool,
+    timers: TimerTable<1>,
+}
+
+impl TcpReceiver {
+    /// The receiver of `flow` under `cfg`.
+    pub fn new(cfg: &TcpConfig, flow: &FlowInfo) -> Self {
+        Self {
+            flow: flow.flow,
+            route: flow.rev,
+            dst: flow.src,
+            rcv_nxt: 0,
+            ooo: Vec::new(),
+            delayed_ack: cfg.delayed_ack,
+            delack_timeout: cfg.delack_timeout,
+            pending_acks: 0,
+            ce_state: false,
+            last_echo: Time::ZERO,
+            completed: false,
+            timers: TimerTable::default(),
+        }
+    }
+
+    fn on_data<S: Sched, H>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, H>) {
+        let (seq, end) = (p.seq, p.seq + u64::from(p.payload_bytes));
+        let in_order = seq == self.rcv_nxt;
+        if in_order {
+            self.rcv_nxt = end;
+            advance(&mut self.rcv_nxt, &mut self.ooo);
+        } else if seq > self.rcv_nxt {
+            insert_range(&mut self.ooo, seq, end);
+        }
+        if self.rcv_nxt >= cx.shared.limit_bytes {
+            self.completed = true;
+        }
+        let ce = p.ecn == Ecn::Ce;
+        self.last_echo = p.sent_at;
+        if !self.delayed_ack || !in_order || !self.ooo.is_empty() || self.completed {
+            self.send_ack(ce, cx);
+            return;
+        }
+        // DCTCP's receiver state machine: a change of CE state first acknowledges the
+        // segments held so far with the old state, so every mark is echoed exactly.
+        if ce != self.ce_state && self.pending_acks > 0 {
+            let old = self.ce_state;
+            self.send_ack(old, cx);
+        }
+        self.ce_state = ce;
+        self.pending_acks += 1;
+        if self.pending_acks >= 2 {
+            self.send_ack(ce, cx);
+        } else {
+            cx.arm_in(&mut self.timers, T_DELACK, self.delack_timeout);
+        }
+    }
+
+    fn send_ack<S: Sched, H>(&mut self, ece: bool, cx: &mut EndpointCx<'_, S, H>) {
+        self.pending_acks = 0;
+        self.timers.cancel(T_DELACK);
+        cx.send(Packet {
+            seq: 0,
+            ack: self.rcv_nxt,
+            sent_at: cx.now(),
+            echo: self.last_echo,
+            rate: Rate::MAX,
+            flow: self.flow,
+            route: self.route,
+            dst: self.dst,
+            payload_bytes: 0,
+            wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
+            hop: 0,
+            class: Class::Control,
+            ecn: Ecn::NotEct,
+            flags: FLAG_ACK | if ece { FLAG_ECE } else { 0 },
+        });
+    }
+}
+
+impl Receiver for TcpReceiver {
+    type Host = ();
+
+    fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, ()>) {
+        if p.flags & FLAG_DATA != 0 {
+            self.on_data(p, cx);
+        }
+    }
+
+    fn on_timer<S: Sched>(&mut self, kind: usize, generation: u32, cx: &mut EndpointCx<'_, S, ()>) {
+        if cx.due(&mut self.timers, kind, generation).is_some() && self.pending_acks > 0 {
+            self.send_ack(self.ce_state, cx);
+        }
+    }
+
+    fn delivered_bytes(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    fn is_complete(&self) -> bool {
+        self.completed
+    }
+
+    fn is_idle(&self) -> bool {
+        self.pending_acks == 0
+    }
+}

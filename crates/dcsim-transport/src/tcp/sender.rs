@@ -1,0 +1,333 @@
+//! The TCP sender: window, fast retransmit and NewReno recovery, RTO, RTT estimation.
+
+use dcsim_engine::{Dur, Rate, Time, TimerTable};
+use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
+use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RouteId};
+
+use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig};
+use crate::cc::{AckSample, Cc, CongestionControl};
+use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
+
+const T_RTO: usize = 0;
+const T_STOP: usize = 1;
+
+/// Counters of one sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpStats {
+    /// Segments sent again (fast retransmit, partial ACKs, go-back-N after a timeout).
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+}
+
+/// The sending end of a TCP flow.
+pub struct TcpSender {
+    flow: FlowId,
+    route: RouteId,
+    dst: HostId,
+    mss: u64,
+    ecn: bool,
+    stop: Option<Time>,
+    snd_una: u64,
+    snd_nxt: u64,
+    high_tx: u64,
+    recover: Option<u64>,
+    in_recovery: bool,
+    partial_acks: u32,
+    dupacks: u32,
+    cwnd_limited: bool,
+    nic_blocked: bool,
+    inflation: u64,
+    cwr_end: Option<u64>,
+    round_end: u64,
+    cc: Cc,
+    max_window: u64,
+    srtt: Option<Dur>,
+    rttvar: Dur,
+    rto: Dur,
+    min_rtt: Dur,
+    min_rto: Dur,
+    max_rto: Dur,
+    done: bool,
+    timers: TimerTable<2>,
+    stats: TcpStats,
+}
+
+impl TcpSender {
+    /// The sender of `flow` under `cfg`, with controller `cc`.
+    pub fn new(cfg: &TcpConfig, cc: Cc, flow: &FlowInfo) -> Self {
+        Self {
+            flow: flow.flow,
+            route: flow.fwd,
+            dst: flow.dst,
+            mss: cfg.mss.0,
+            ecn: cfg.ecn_enabled(),
+            stop: flow.stop,
+            snd_una: 0,
+            snd_nxt: 0,
+            high_tx: 0,
+            recover: None,
+            in_recovery: false,
+            partial_acks: 0,
+            dupacks: 0,
+            cwnd_limited: false,
+            nic_blocked: false,
+            inflation: 0,
+            cwr_end: None,
+            round_end: 0,
+            cc,
+            max_window: cfg.max_window.map_or(u64::MAX, |w| w.0),
+            srtt: None,
+            rttvar: Dur::ZERO,
+            rto: cfg.init_rto,
+            min_rtt: Dur::MAX,
+            min_rto: cfg.min_rto,
+            max_rto: cfg.max_rto,
+            done: false,
+            timers: TimerTable::default(),
+            stats: TcpStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> TcpStats {
+        self.stats
+    }
+    /// The controller.
+    pub fn cc(&self) -> &Cc {
+        &self.cc
+    }
+    /// Smoothed RTT, if sampled.
+    pub fn srtt(&self) -> Option<Dur> {
+        self.srtt
+    }
+
+    fn window(&self) -> u64 {
+        (self.cc.cwnd_bytes() + self.inflation).min(self.max_window)
+    }
+
+    fn try_send<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+        let wnd = self.window();
+        let end = cx.shared.limit_bytes;
+        self.cwnd_limited = false;
+        while self.snd_nxt < end {
+            let len = self.mss.min(end - self.snd_nxt);
+            let in_flight = self.snd_nxt - self.snd_una;
+            if in_flight > 0 && in_flight + len > wnd {
+                self.cwnd_limited = true;
+                break;
+            }
+            if !cx.nic_room(wire_bytes(len as u32 + TCP_IP_HEADER_BYTES)) {
+                self.nic_blocked = true;
+                break;
+            }
+            self.send_segment(self.snd_nxt, cx);
+            self.snd_nxt += len;
+        }
+        if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
+            cx.arm_in(&mut self.timers, T_RTO, self.rto);
+        }
+    }
+
+    fn send_segment<S: Sched, H>(&mut self, seq: u64, cx: &mut EndpointCx<'_, S, H>) {
+        let len = self.mss.min(cx.shared.limit_bytes - seq) as u32;
+        if seq < self.high_tx {
+            self.stats.retransmits += 1;
+        }
+        self.high_tx = self.high_tx.max(seq + u64::from(len));
+        cx.send(Packet {
+            seq,
+            ack: 0,
+            sent_at: cx.now(),
+            echo: Time::ZERO,
+            rate: Rate::MAX,
+            flow: self.flow,
+            route: self.route,
+            dst: self.dst,
+            payload_bytes: len,
+            wire_bytes: wire_bytes(len + TCP_IP_HEADER_BYTES),
+            hop: 0,
+            class: Class::Data,
+            ecn: if self.ecn { Ecn::Ect } else { Ecn::NotEct },
+            flags: FLAG_DATA,
+        });
+    }
+
+    fn on_ack<S: Sched, H>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, H>) {
+        if self.done {
+            return;
+        }
+        let now = cx.now();
+        let a = p.ack;
+        let ece = p.flags & FLAG_ECE != 0;
+        if a > self.snd_nxt {
+            // Data the receiver buffered beyond a go-back-N restart.
+            self.snd_nxt = a;
+        }
+        if a > self.snd_una {
+            let acked = a - self.snd_una;
+            self.snd_una = a;
+            self.dupacks = 0;
+            let rtt = now.saturating_since(p.echo);
+            self.sample_rtt(rtt);
+            let round_start = self.snd_una >= self.round_end;
+            if round_start {
+                self.round_end = self.snd_nxt;
+            }
+            if self.in_recovery {
+                if self.recover.is_some_and(|r| a >= r) {
+                    // RFC 6582 §3.2 step 3: full acknowledgement; deflate the window.
+                    self.in_recovery = false;
+                    self.inflation = 0;
+                } else {
+                    // Partial acknowledgement: retransmit the next hole, deflate by the
+                    // newly acknowledged amount and add back one segment.
+                    self.send_segment(self.snd_una, cx);
+                    self.inflation = self.inflation.saturating_sub(acked) + self.mss;
+                    self.partial_acks += 1;
+                }
+            }
+            if ece && !self.in_recovery && self.cwr_end.is_none_or(|e| self.snd_una >= e) {
+                self.cc.on_ecn(now, self.snd_nxt - self.snd_una);
+                self.cwr_end = Some(self.snd_nxt);
+            }
+            let sample = AckSample {
+                now,
+                acked_bytes: acked,
+                ce_bytes: if ece { acked } else { 0 },
+                in_flight_bytes: self.snd_nxt - self.snd_una,
+                rtt: Some(rtt),
+                min_rtt: self.min_rtt,
+                round_start,
+                in_recovery: self.in_recovery,
+                cwnd_limited: self.cwnd_limited,
+                mss: self.mss,
+            };
+            self.cc.on_ack(&sample);
+            if self.snd_una >= cx.shared.limit_bytes {
+                self.finish();
+                return;
+            }
+            // RFC 6298 §5.3: restart the timer on new data acknowledged; in recovery, only
+            // on the first partial ACK (RFC 6582's "Impatient" variant), so that a window
+            // with many losses falls back to a timeout instead of one hole per RTT.
+            if !self.in_recovery || self.partial_acks <= 1 {
+                self.timers.cancel(T_RTO);
+            }
+        } else if a == self.snd_una && self.snd_una < self.snd_nxt {
+            self.dupacks += 1;
+            if self.in_recovery {
+                self.inflation += self.mss;
+            } else if self.dupacks == 3 && self.recover.is_none_or(|r| a > r) {
+                // RFC 6582 §3.2 step 2: fast retransmit, enter recovery.
+                self.in_recovery = true;
+                self.partial_acks = 0;
+                self.recover = Some(self.high_tx);
+                self.cc.on_loss(now, self.snd_nxt - self.snd_una);
+                self.cwr_end = Some(self.high_tx);
+                self.inflation = 3 * self.mss;
+                self.send_segment(self.snd_una, cx);
+                self.timers.cancel(T_RTO);
+            }
+        }
+        self.try_send(cx);
+    }
+
+    /// RFC 6298 §2: SRTT, RTTVAR and RTO from one sample.
+    fn sample_rtt(&mut self, r: Dur) {
+        self.min_rtt = self.min_rtt.min(r);
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(s) => {
+                let diff = if s > r { s - r } else { r - s };
+                self.rttvar = (self.rttvar * 3 + diff) / 4;
+                self.srtt = Some((s * 7 + r) / 8);
+            }
+        }
+        let rto = self.srtt.unwrap_or(r) + self.rttvar * 4;
+        self.rto = rto.max(self.min_rto).min(self.max_rto);
+    }
+
+    fn on_rto<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+        if self.done || self.snd_una >= self.snd_nxt {
+            return;
+        }
+        self.stats.timeouts += 1;
+        self.cc.on_rto(cx.now(), self.snd_nxt - self.snd_una);
+        // RFC 6298 §5.5: back off; RFC 6582 §4: remember the highest sequence sent so that
+        // duplicate ACKs for data sent before the timeout do not trigger fast retransmit.
+        self.rto = (self.rto * 2).min(self.max_rto);
+        self.recover = Some(self.high_tx);
+        self.in_recovery = false;
+        self.inflation = 0;
+        self.dupacks = 0;
+        self.cwr_end = Some(self.high_tx);
+        self.snd_nxt = self.snd_una;
+        self.round_end = self.snd_una;
+        self.try_send(cx);
+    }
+
+    /// The stop time: no new data beyond what has been sent.
+    fn on_stop<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+        let sent = self.snd_nxt.max(self.high_tx);
+        if sent < cx.shared.limit_bytes {
+            cx.shared.limit_bytes = sent;
+            if self.snd_una >= sent {
+                self.finish();
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        self.timers.cancel(T_RTO);
+        self.timers.cancel(T_STOP);
+    }
+}
+
+impl Sender for TcpSender {
+    type Host = ();
+
+    /// Starts sending; arms the stop timer if the flow has a stop time.
+    fn on_start<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
+        if let Some(t) = self.stop {
+            let at = t.max(cx.now());
+            cx.arm(&mut self.timers, T_STOP, at);
+        }
+        self.round_end = 0;
+        self.try_send(cx);
+    }
+
+    fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, ()>) {
+        if p.flags & FLAG_ACK != 0 {
+            self.on_ack(p, cx);
+        }
+    }
+
+    fn on_timer<S: Sched>(&mut self, kind: usize, generation: u32, cx: &mut EndpointCx<'_, S, ()>) {
+        match cx.due(&mut self.timers, kind, generation) {
+            Some(T_RTO) => self.on_rto(cx),
+            Some(T_STOP) => self.on_stop(cx),
+            _ => {}
+        }
+    }
+
+    /// The host NIC has room again: continue sending.
+    fn on_nic_ready<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
+        self.nic_blocked = false;
+        if !self.done {
+            self.try_send(cx);
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn is_nic_blocked(&self) -> bool {
+        self.nic_blocked
+    }
+}
