@@ -22,13 +22,24 @@ pub mod wire;
 
 use dcsim_engine::{Dur, Rate, RngTree, Schedule, Time, define_id, splitmix};
 
-pub use packet::{Class, Ecn, FlowId, Packet, PacketId, PacketPool};
+pub use packet::{Class, Ecn, FlowId, Packet, PacketId, PacketPool, RateStamp};
 pub use port::{Port, PortId, PortStats};
 pub use route::{RouteId, RoutingMode, RoutingSpec};
 pub use topo::{Graph, NodeKind, TopologySpec};
 
 use qdisc::Qdisc;
 use route::{Fib, RouteTable, ecmp_pick};
+
+bitflags::bitflags! {
+    /// Header fields the network fills in when a protocol needs them (declared in its
+    /// needs; see `docs/adr/0004-packet-header-budget.md`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct Telemetry: u32 {
+        /// Every switch port adds the time each data packet waited in its queue to the
+        /// packet's `queue_delay_ns` (host NICs do not: they are the senders' own queues).
+        const QUEUE_DELAY = 1;
+    }
+}
 
 /// Default host transmit budget: 128 KB of wire bytes in the NIC queue.
 pub const DEFAULT_TX_BUDGET_BYTES: u64 = 128_000;
@@ -271,6 +282,15 @@ impl Network {
     /// Sets the host transmit budget (see [`Network::nic_room`]).
     pub fn set_tx_budget(&mut self, bytes: u64) {
         self.tx_budget = bytes;
+    }
+
+    /// Turns on the header fields in `t` (see [`Telemetry`]).
+    pub fn enable(&mut self, t: Telemetry) {
+        if t.contains(Telemetry::QUEUE_DELAY) {
+            for p in self.ports.iter_mut().filter(|p| p.from_host.is_none()) {
+                p.measure_queue_delay();
+            }
+        }
     }
 
     /// Whether a transport on host `h` may hand a packet of `wire_bytes` to its NIC now:
@@ -673,6 +693,9 @@ mod tests {
         ]
     }
 
+    /// A delivered packet: (arrival, host, sequence number, queueing delay in ns).
+    type Delivery = (Time, HostId, u64, u32);
+
     /// Sends `(time_ps, sender, wire_bytes, ect)` from the left hosts of a 3-pair dumbbell
     /// (a bottleneck of about 10 Gb/s behind three 10 Gb/s senders, discipline `spec` on
     /// every port) and returns the deliveries, every port's counters settled at the
@@ -687,11 +710,7 @@ mod tests {
         spec: &QdiscSpec,
         fifo: bool,
         sends: &[(u64, u32, u32, bool)],
-    ) -> (
-        Vec<(Time, HostId, u64)>,
-        Vec<PortStats>,
-        dcsim_engine::SchedStats,
-    ) {
+    ) -> (Vec<Delivery>, Vec<PortStats>, dcsim_engine::SchedStats) {
         let g = TopologySpec::Dumbbell(DumbbellSpec {
             pairs: Some(3),
             host_link: None,
@@ -712,6 +731,7 @@ mod tests {
             }
         })
         .unwrap();
+        n.enable(Telemetry::QUEUE_DELAY);
         assert!(n.ports().iter().all(|p| p.is_fifo() == fifo));
         let routes: Vec<RouteId> = (0..3)
             .map(|i| n.flow_routes(u64::from(i), HostId(i), HostId(i + 3)).0)
@@ -753,7 +773,8 @@ mod tests {
                 }
                 NetEvent::LinkArrive(p) => {
                     if let Some((h, pkt)) = n.on_link_arrive(p, &mut cx) {
-                        out.push((now, h, pool.get(pkt).seq));
+                        let p = pool.get(pkt);
+                        out.push((now, h, p.seq, p.queue_delay_ns));
                         pool.free(pkt);
                     }
                 }
@@ -800,6 +821,34 @@ mod tests {
                 let hops = stats_fifo.iter().map(|p| p.tx_pkts).sum::<u64>();
                 proptest::prop_assert_eq!(sched_fifo.pops, hops);
                 proptest::prop_assert!(sched_ev.pops >= hops);
+            }
+        }
+    }
+
+    /// Two full frames reach the bottleneck together: the second waits one serialization
+    /// there and carries that wait; packets of other classes carry nothing; host NICs add
+    /// nothing.
+    #[test]
+    fn queue_delay_is_the_wait_at_switch_ports() {
+        let sends = [(0, 0, 1538, true), (0, 1, 1538, true), (1, 2, 1538, true)];
+        for spec in fifo_specs() {
+            for fifo in [true, false] {
+                let (got, _, _) = run_dumbbell(&spec, fifo, &sends);
+                let mut delays: Vec<u32> = got.iter().map(|g| g.3).collect();
+                delays.sort_unstable();
+                // The three arrive within 1 ps at the left switch: the second waits one
+                // frame time at 9,999,999,937 b/s (1230.4 ns), the third two; the
+                // receivers' switch forwards each at once (its host links are as fast).
+                let tx = Rate::from_bps(9_999_999_937).tx_time(1538).as_ps();
+                assert_eq!(delays[0], 0, "{spec:?}");
+                assert!(
+                    (u64::from(delays[1]) * 1000).abs_diff(tx) <= 1000,
+                    "{delays:?}"
+                );
+                assert!(
+                    (u64::from(delays[2]) * 1000).abs_diff(2 * tx) <= 1000,
+                    "{delays:?}"
+                );
             }
         }
     }

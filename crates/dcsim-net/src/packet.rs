@@ -6,8 +6,10 @@
 //! double frees and use after free.
 //!
 //! The header is generic: the network reads only `route`, `hop`, `dst`, `class`, `ecn`,
-//! `wire_bytes` and `rate`. The transport fields (`seq`, `ack`, `sent_at`, `echo`, `flags`,
-//! `payload_bytes`) mean whatever the transport that owns `flow` says they mean.
+//! `wire_bytes`, `rate` and `queue_delay_ns`. The transport fields (`seq`, `ack`, `sent_at`,
+//! `echo`, `flags`, `payload_bytes`) mean whatever the transport that owns `flow` says they
+//! mean. The layout and its 64-byte budget are explained in
+//! `docs/adr/0004-packet-header-budget.md`.
 
 use dcsim_engine::{Rate, Time, define_id};
 
@@ -61,7 +63,35 @@ pub enum Ecn {
     Ce = 3,
 }
 
-/// One packet: 64 bytes, one cache line.
+/// A rate carried in a packet header, in kb/s (switch-computed rates, RCP): 32 bits hold
+/// up to 4.29 Tb/s with 1 kb/s resolution. [`RateStamp::NONE`] means no stamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RateStamp(pub u32);
+
+impl RateStamp {
+    /// No rate stamped (larger than any stamp, so `min` with a stamp gives the stamp).
+    pub const NONE: Self = Self(u32::MAX);
+
+    /// The stamp of `r`, rounded down to whole kb/s and capped below [`RateStamp::NONE`].
+    pub fn of(r: Rate) -> Self {
+        Self((r.bps() / 1000).min(u64::from(u32::MAX - 1)) as u32)
+    }
+    /// The stamped rate, if any.
+    pub fn rate(self) -> Option<Rate> {
+        (self != Self::NONE).then(|| Rate::from_bps(u64::from(self.0) * 1000))
+    }
+}
+
+impl Default for RateStamp {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+/// One packet: 64 bytes, one cache line (`docs/adr/0004-packet-header-budget.md`).
+///
+/// The network writes `rate` and `queue_delay_ns` only on [`Class::Data`] packets, so a
+/// transport may use them on its other packets to echo what its data carried.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Packet {
     /// Transport sequence number (bytes or credit sequence; meaning set by the transport).
@@ -72,14 +102,18 @@ pub struct Packet {
     pub sent_at: Time,
     /// A timestamp echoed back by the peer.
     pub echo: Time,
-    /// Rate stamp for switch-computed-rate protocols ([`Rate::MAX`] = no stamp).
-    pub rate: Rate,
     /// The flow this packet belongs to.
     pub flow: FlowId,
     /// The interned route, or [`RouteId::NONE`] for per-hop (FIB) forwarding.
     pub route: RouteId,
     /// Destination host (used by per-hop forwarding).
     pub dst: HostId,
+    /// Rate stamp for switch-computed-rate protocols (the smallest rate of the ports that
+    /// stamped it; [`RateStamp::NONE`] = no stamp).
+    pub rate: RateStamp,
+    /// Time this data packet has waited in switch queues so far, in ns (saturating), when
+    /// the network measures it ([`crate::Telemetry::QUEUE_DELAY`]); host NICs do not add.
+    pub queue_delay_ns: u32,
     /// Transport payload carried, in bytes.
     pub payload_bytes: u32,
     /// Size on the wire including framing (see [`crate::wire`]); what links serialize.

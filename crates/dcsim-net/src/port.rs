@@ -121,7 +121,22 @@ pub struct Port {
     pub(crate) to_host: Option<HostId>,
     /// The host this port belongs to, if it is a NIC.
     pub(crate) from_host: Option<HostId>,
+    /// How the port adds queueing delay to data packets' `queue_delay_ns`, if it does.
+    delay_stamp: DelayStamp,
     pub(crate) stats: PortStats,
+}
+
+/// How a port measures the queueing delay of the data packets it sends
+/// ([`crate::Telemetry::QUEUE_DELAY`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DelayStamp {
+    /// Not measured.
+    Off,
+    /// A FIFO port knows each packet's start on arrival and adds the wait then.
+    Fifo,
+    /// Other ports subtract the arrival time (in ns, modulo 2³²) on enqueue and add the
+    /// start time when the packet is dequeued, so nothing needs to be stored.
+    Evented,
 }
 
 /// What a port asks its owner to schedule.
@@ -163,6 +178,7 @@ impl Port {
             reverse: PortId(u32::MAX),
             to_host,
             from_host: None,
+            delay_stamp: DelayStamp::Off,
             stats: PortStats::default(),
         }
     }
@@ -208,6 +224,16 @@ impl Port {
     /// Whether the port runs as a FIFO without dequeue events (see the module documentation).
     pub fn is_fifo(&self) -> bool {
         self.fifo
+    }
+
+    /// Makes the port add each data packet's wait in its queue to the packet's
+    /// `queue_delay_ns`.
+    pub(crate) fn measure_queue_delay(&mut self) {
+        self.delay_stamp = if self.fifo {
+            DelayStamp::Fifo
+        } else {
+            DelayStamp::Evented
+        };
     }
 
     /// Brings the backlog integral up to `now`.
@@ -297,7 +323,7 @@ impl Port {
         };
         match self.qdisc.enqueue(pkt, &mut cx) {
             Verdict::Accept => {
-                let p = pool.get(pkt);
+                let p = pool.get_mut(pkt);
                 let (wire, pclass) = (p.wire_bytes, p.class);
                 let (size, class) = (u64::from(wire), pclass as usize);
                 self.account(now);
@@ -305,14 +331,24 @@ impl Port {
                 self.class_backlog[class] += size;
                 self.backlog_pkts += 1;
                 self.stats.enqueued_pkts += 1;
-                let s = if now >= self.busy_until {
-                    self.try_transmit(now, pool)
-                } else if self.fifo {
-                    self.queue_fifo(pkt, wire, pclass)
+                let s = if self.fifo {
+                    if now >= self.busy_until {
+                        self.try_transmit::<true>(now, pool)
+                    } else {
+                        self.queue_fifo(pkt, wire, pclass, now, pool)
+                    }
                 } else {
-                    PortSched {
-                        ready_at: self.want_event(self.busy_until),
-                        arrive_at: None,
+                    if self.delay_stamp == DelayStamp::Evented && pclass == Class::Data {
+                        let p = pool.get_mut(pkt);
+                        p.queue_delay_ns = p.queue_delay_ns.wrapping_sub(now.as_ns() as u32);
+                    }
+                    if now >= self.busy_until {
+                        self.try_transmit::<false>(now, pool)
+                    } else {
+                        PortSched {
+                            ready_at: self.want_event(self.busy_until),
+                            arrive_at: None,
+                        }
                     }
                 };
                 // Maxima after the transmitter took what it could: a packet that finds the
@@ -371,7 +407,7 @@ impl Port {
                 arrive_at: None,
             };
         }
-        self.try_transmit(now, pool)
+        self.try_transmit::<false>(now, pool)
     }
 
     /// Records that an event is wanted at `at`; returns `Some(at)` if it must be scheduled
@@ -386,11 +422,23 @@ impl Port {
         }
     }
 
-    /// On a FIFO port whose transmitter is busy: `pkt` (just accepted) starts when
-    /// everything before it has been sent; its departure and arrival are known now.
+    /// On a FIFO port whose transmitter is busy: `pkt` (just accepted at `now`) starts
+    /// when everything before it has been sent; its departure and arrival are known now.
     #[inline]
-    fn queue_fifo(&mut self, pkt: PacketId, size: u32, class: Class) -> PortSched {
+    fn queue_fifo(
+        &mut self,
+        pkt: PacketId,
+        size: u32,
+        class: Class,
+        now: Time,
+        pool: &mut PacketPool,
+    ) -> PortSched {
         let start = self.busy_until;
+        if self.delay_stamp == DelayStamp::Fifo && class == Class::Data {
+            let p = pool.get_mut(pkt);
+            let wait = (start.as_ns() - now.as_ns()) as u32;
+            p.queue_delay_ns = p.queue_delay_ns.saturating_add(wait);
+        }
         let done = start + self.tx_dur(size);
         self.busy_until = done;
         let arrive = done + self.delay;
@@ -415,9 +463,10 @@ impl Port {
         tx
     }
 
-    /// The transmitter is free at `now`: start the next eligible packet, if any.
+    /// The transmitter is free at `now`: start the next eligible packet, if any. `FIFO`
+    /// says whether the port is a FIFO port (known at each call site).
     #[inline]
-    fn try_transmit(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
+    fn try_transmit<const FIFO: bool>(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
         let mut cx = QdiscCx {
             now,
             line_rate: self.rate,
@@ -437,9 +486,12 @@ impl Port {
                 arrive_at: None,
             };
         };
-        let p = pool.get(pkt);
+        let p = pool.get_mut(pkt);
         let size = p.wire_bytes;
         let class = p.class as usize;
+        if !FIFO && self.delay_stamp == DelayStamp::Evented && p.class == Class::Data {
+            p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);
+        }
         self.account(now);
         self.backlog_bytes -= u64::from(size);
         self.class_backlog[class] -= u64::from(size);

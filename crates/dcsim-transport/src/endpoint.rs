@@ -15,7 +15,7 @@ use core::fmt;
 
 use dcsim_engine::{Dur, Rate, RngTree, Schedule, Time, TimerFire, TimerTable};
 use dcsim_net::qdisc::PortFeatures;
-use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, Packet, PacketPool, RouteId};
+use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, Packet, PacketPool, RouteId, Telemetry};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -127,6 +127,25 @@ pub struct Needs {
     pub switch_ports: Option<(PortFeatures, &'static str)>,
     /// What every host NIC must do, and why.
     pub nics: Option<(PortFeatures, &'static str)>,
+    /// Header fields the network must fill in.
+    pub telemetry: Telemetry,
+}
+
+impl Needs {
+    /// What both `self` and `other` need (the first reason given for each requirement).
+    pub fn and(self, other: Self) -> Self {
+        let ports = |a: Option<(PortFeatures, &'static str)>,
+                     b: Option<(PortFeatures, &'static str)>| match (a, b) {
+            (Some((fa, why)), Some((fb, _))) => Some((fa | fb, why)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            symmetric_routes: self.symmetric_routes.or(other.symmetric_routes),
+            switch_ports: ports(self.switch_ports, other.switch_ports),
+            nics: ports(self.nics, other.nics),
+            telemetry: self.telemetry | other.telemetry,
+        }
+    }
 }
 
 /// A transport that scenarios can name (`transport = { kind = "..." }`): its name,

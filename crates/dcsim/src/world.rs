@@ -112,7 +112,7 @@ impl World {
     pub fn new(scenario: Scenario) -> Result<Self, ConfigError> {
         let spec = &scenario.spec;
         let rng = RngTree::new(spec.sim.seed);
-        let net = Network::new(&scenario.graph, spec.routing, |p| {
+        let mut net = Network::new(&scenario.graph, spec.routing, |p| {
             if p.on_host {
                 spec.nic.build(&rng, u64::from(p.id.0), p.rate)
             } else {
@@ -123,6 +123,9 @@ impl World {
             source: scenario.name.clone(),
             message: format!("topology: {e}"),
         })?;
+        for t in &scenario.transports {
+            net.enable(t.needs().telemetry);
+        }
         let mut sched = Scheduler::new();
         let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len(), rng);
         for f in &scenario.flows {

@@ -14,8 +14,12 @@ use core::fmt;
 
 use dcsim_engine::spec::{self, Kind, NoParams};
 use dcsim_engine::{Dur, Rate, Time};
+#[cfg(doc)]
+use dcsim_net::Telemetry;
 use serde::de::{self, DeserializeOwned};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::endpoint::Needs;
 
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use reno::{Reno, RenoCore};
@@ -44,6 +48,12 @@ pub struct AckSample {
     /// The sender used its whole window when it last sent (RFC 7661): a window that was
     /// not the limit (the application or the NIC was) must not grow.
     pub cwnd_limited: bool,
+    /// Time the data packet that triggered this ACK waited in switch queues, echoed by the
+    /// receiver; `Some` only for controllers that need [`Telemetry::QUEUE_DELAY`].
+    pub queue_delay: Option<Dur>,
+    /// The rate stamped into that data packet by the ports on its path, echoed by the
+    /// receiver, if any port stamped one.
+    pub rate_echo: Option<Rate>,
     /// Maximum segment size in bytes.
     pub mss: u64,
 }
@@ -100,6 +110,10 @@ pub trait Controller: CongestionControl + Sized {
     /// Checks parameter ranges; the error starts with the parameter's name.
     fn validate(_cfg: &Self::Config) -> Result<(), String> {
         Ok(())
+    }
+    /// What the controller needs of the network (header fields, port features).
+    fn needs(_cfg: &Self::Config) -> Needs {
+        Needs::default()
     }
 }
 
@@ -192,6 +206,10 @@ macro_rules! controllers {
             pub fn validate(&self) -> Result<(), String> {
                 match self { $(Self::$V(c) => <$T as Controller>::validate(c),)+ }
             }
+            /// What the controller needs of the network.
+            pub fn needs(&self) -> Needs {
+                match self { $(Self::$V(c) => <$T as Controller>::needs(c),)+ }
+            }
             /// Every registered controller with default parameters, in registration order.
             pub fn defaults() -> Vec<Self> {
                 vec![$(Self::$V(Default::default())),+]
@@ -277,6 +295,8 @@ pub(crate) mod driver {
                     in_recovery: false,
                     cwnd_limited: true,
                     mss,
+                    queue_delay: None,
+                    rate_echo: None,
                 };
                 cc.on_ack(&a);
                 let m = cc.metrics();

@@ -19,7 +19,14 @@
 //!
 //! # Header usage
 //! Data: `seq` = first byte, `payload_bytes`, `sent_at`; ACK: `ack` = next expected byte,
-//! `echo` = `sent_at` of the segment that triggered it, flag `ECE`.
+//! `echo` = `sent_at` of the segment that triggered it, flag `ECE`, and in `rate` and
+//! `queue_delay_ns` what the network wrote into that segment (a rate stamp, its switch
+//! queueing delay), so that controllers can use per-packet feedback.
+//!
+//! # Pacing
+//! A controller that returns a [`CongestionControl::pacing_rate`] gets its segments spaced
+//! at that rate (each leaves no sooner than the previous one's wire size at the rate after
+//! it); the window still applies. Without a rate the sender sends as the window allows.
 //!
 //! # Deviations
 //! No SYN/FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle.
@@ -35,7 +42,7 @@ pub use receiver::TcpReceiver;
 pub use sender::{TcpSender, TcpStats};
 
 use crate::cc::{CcSpec, CongestionControl, WindowLimits};
-use crate::endpoint::{FlowInfo, PacketFormat, Transport};
+use crate::endpoint::{FlowInfo, Needs, PacketFormat, Transport};
 use crate::flows::FlowRecord;
 
 /// Packet flag: carries data.
@@ -162,6 +169,9 @@ impl Transport for Tcp {
     }
     fn label(cfg: &TcpConfig) -> &'static str {
         cfg.cc.name()
+    }
+    fn needs(cfg: &TcpConfig) -> Needs {
+        cfg.cc.needs()
     }
     fn packet_format(cfg: &TcpConfig) -> PacketFormat {
         PacketFormat {

@@ -1,9 +1,9 @@
 //! The TCP receiver: cumulative ACKs, an out-of-order buffer, delayed ACKs with DCTCP's
 //! CE state machine.
 
-use dcsim_engine::{Dur, Rate, Time, TimerTable};
+use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RouteId};
+use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId};
 
 use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig};
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
@@ -23,6 +23,9 @@ pub struct TcpReceiver {
     pending_acks: u32,
     ce_state: bool,
     last_echo: Time,
+    /// What the last data packet carried from the network, echoed in ACKs.
+    last_rate: RateStamp,
+    last_queue_delay_ns: u32,
     completed: bool,
     timers: TimerTable<1>,
 }
@@ -41,6 +44,8 @@ impl TcpReceiver {
             pending_acks: 0,
             ce_state: false,
             last_echo: Time::ZERO,
+            last_rate: RateStamp::NONE,
+            last_queue_delay_ns: 0,
             completed: false,
             timers: TimerTable::default(),
         }
@@ -60,6 +65,8 @@ impl TcpReceiver {
         }
         let ce = p.ecn == Ecn::Ce;
         self.last_echo = p.sent_at;
+        self.last_rate = p.rate;
+        self.last_queue_delay_ns = p.queue_delay_ns;
         if !self.delayed_ack || !in_order || !self.ooo.is_empty() || self.completed {
             self.send_ack(ce, cx);
             return;
@@ -87,7 +94,8 @@ impl TcpReceiver {
             ack: self.rcv_nxt,
             sent_at: cx.now(),
             echo: self.last_echo,
-            rate: Rate::MAX,
+            rate: self.last_rate,
+            queue_delay_ns: self.last_queue_delay_ns,
             flow: self.flow,
             route: self.route,
             dst: self.dst,

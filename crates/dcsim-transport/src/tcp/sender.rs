@@ -2,7 +2,7 @@
 
 use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RouteId};
+use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId, Telemetry};
 
 use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig};
 use crate::cc::{AckSample, Cc, CongestionControl};
@@ -10,6 +10,7 @@ use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
 
 const T_RTO: usize = 0;
 const T_STOP: usize = 1;
+const T_PACE: usize = 2;
 
 /// Counters of one sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,7 +50,11 @@ pub struct TcpSender {
     min_rto: Dur,
     max_rto: Dur,
     done: bool,
-    timers: TimerTable<2>,
+    /// Whether the network measures switch queueing delay for this flow's controller.
+    queue_delay: bool,
+    /// With pacing: the earliest time the next segment may leave.
+    next_send_at: Time,
+    timers: TimerTable<3>,
     stats: TcpStats,
 }
 
@@ -84,6 +89,8 @@ impl TcpSender {
             min_rto: cfg.min_rto,
             max_rto: cfg.max_rto,
             done: false,
+            queue_delay: cfg.cc.needs().telemetry.contains(Telemetry::QUEUE_DELAY),
+            next_send_at: Time::ZERO,
             timers: TimerTable::default(),
             stats: TcpStats::default(),
         }
@@ -117,12 +124,23 @@ impl TcpSender {
                 self.cwnd_limited = true;
                 break;
             }
-            if !cx.nic_room(wire_bytes(len as u32 + TCP_IP_HEADER_BYTES)) {
+            let wire = wire_bytes(len as u32 + TCP_IP_HEADER_BYTES);
+            let pacing = self.cc.pacing_rate();
+            if pacing.is_some() && cx.now() < self.next_send_at {
+                let at = self.next_send_at;
+                cx.arm(&mut self.timers, T_PACE, at);
+                break;
+            }
+            if !cx.nic_room(wire) {
                 self.nic_blocked = true;
                 break;
             }
             self.send_segment(self.snd_nxt, cx);
             self.snd_nxt += len;
+            if let Some(rate) = pacing {
+                let gap = rate.max(Rate::from_bps(1)).tx_time(u64::from(wire));
+                self.next_send_at = cx.now() + gap;
+            }
         }
         if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
             cx.arm_in(&mut self.timers, T_RTO, self.rto);
@@ -140,7 +158,8 @@ impl TcpSender {
             ack: 0,
             sent_at: cx.now(),
             echo: Time::ZERO,
-            rate: Rate::MAX,
+            rate: RateStamp::NONE,
+            queue_delay_ns: 0,
             flow: self.flow,
             route: self.route,
             dst: self.dst,
@@ -202,6 +221,10 @@ impl TcpSender {
                 in_recovery: self.in_recovery,
                 cwnd_limited: self.cwnd_limited,
                 mss: self.mss,
+                queue_delay: self
+                    .queue_delay
+                    .then(|| Dur::from_ns(u64::from(p.queue_delay_ns))),
+                rate_echo: p.rate.rate(),
             };
             self.cc.on_ack(&sample);
             if self.snd_una >= cx.shared.limit_bytes {
@@ -311,6 +334,7 @@ impl Sender for TcpSender {
         match cx.due(&mut self.timers, kind, generation) {
             Some(T_RTO) => self.on_rto(cx),
             Some(T_STOP) => self.on_stop(cx),
+            Some(T_PACE) if !self.done => self.try_send(cx),
             _ => {}
         }
     }

@@ -31,7 +31,7 @@ mod sender;
 use dcsim_engine::{Dur, Rate, RngTree};
 use dcsim_net::qdisc::PortFeatures;
 use dcsim_net::wire::{MAX_WIRE_BYTES, MIN_WIRE_BYTES, TCP_MSS_BYTES};
-use dcsim_net::{Class, Ecn, Packet};
+use dcsim_net::{Class, Ecn, Packet, RateStamp, Telemetry};
 use serde::{Deserialize, Serialize};
 
 pub use feedback::{Feedback, Law, LawParams, Period};
@@ -238,6 +238,7 @@ impl Transport for Xpass {
                 "credits must be rate-limited at every hop",
             )),
             nics: None,
+            telemetry: Telemetry::empty(),
         }
     }
     fn packet_format(_cfg: &XpassConfig) -> PacketFormat {
@@ -310,10 +311,11 @@ fn control(
         ack,
         sent_at: now,
         echo: dcsim_engine::Time::ZERO,
-        rate: Rate::MAX,
+        rate: RateStamp::NONE,
         flow: flow.flow,
         route: if from_sender { flow.fwd } else { flow.rev },
         dst: if from_sender { flow.dst } else { flow.src },
+        queue_delay_ns: 0,
         payload_bytes: 0,
         wire_bytes: MIN_WIRE_BYTES,
         hop: 0,

@@ -1,8 +1,8 @@
 //! The ExpressPass receiver: paces credits at the rate its feedback law sets, accounts
 //! credit loss from the credit sequence echoed by data, NACKs holes.
 
-use dcsim_engine::{Dur, Rate, Rng, Time, TimerTable};
-use dcsim_net::{Class, Ecn, Packet};
+use dcsim_engine::{Dur, Rng, Time, TimerTable};
+use dcsim_net::{Class, Ecn, Packet, RateStamp};
 use rand::RngExt;
 
 use super::{
@@ -125,7 +125,8 @@ impl XpassReceiver {
             ack: 0,
             sent_at: now,
             echo: Time::ZERO,
-            rate: Rate::MAX,
+            rate: RateStamp::NONE,
+            queue_delay_ns: 0,
             flow: self.flow.flow,
             route: self.flow.rev,
             dst: self.flow.src,

@@ -1,9 +1,9 @@
 //! The ExpressPass sender: requests credits, sends one data packet per credit, stops the
 //! credits when done, resends NACKed ranges.
 
-use dcsim_engine::{Dur, Rate, Time, TimerTable};
+use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, Packet};
+use dcsim_net::{Class, Ecn, Packet, RateStamp};
 
 use super::{
     FLAG_CREDIT, FLAG_NACK, FLAG_REQUEST, FLAG_STOP, FLAG_XDATA, XpassParams, XpassStats, control,
@@ -136,7 +136,8 @@ impl XpassSender {
             ack: c.seq,
             sent_at: now,
             echo: c.sent_at,
-            rate: Rate::MAX,
+            rate: RateStamp::NONE,
+            queue_delay_ns: 0,
             flow: self.flow.flow,
             route: self.flow.fwd,
             dst: self.flow.dst,
