@@ -17,6 +17,8 @@ mod packet;
 mod port;
 pub mod qdisc;
 mod route;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod topo;
 pub mod wire;
 
@@ -111,6 +113,7 @@ pub struct Network {
     hops: u64,
     tx_budget: u64,
     nic_waiting: Vec<bool>,
+    telemetry: Telemetry,
 }
 
 /// A network that cannot be built.
@@ -228,6 +231,7 @@ impl Network {
             hops: 0,
             tx_budget: DEFAULT_TX_BUDGET_BYTES,
             nic_waiting: vec![false; graph.hosts.len()],
+            telemetry: Telemetry::empty(),
         })
     }
 
@@ -284,8 +288,14 @@ impl Network {
         self.tx_budget = bytes;
     }
 
+    /// The header fields the network fills in.
+    pub fn telemetry(&self) -> Telemetry {
+        self.telemetry
+    }
+
     /// Turns on the header fields in `t` (see [`Telemetry`]).
     pub fn enable(&mut self, t: Telemetry) {
+        self.telemetry |= t;
         if t.contains(Telemetry::QUEUE_DELAY) {
             for p in self.ports.iter_mut().filter(|p| p.from_host.is_none()) {
                 p.measure_queue_delay();

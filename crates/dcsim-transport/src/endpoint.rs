@@ -94,6 +94,8 @@ pub struct FlowInfo {
     pub src_link: Rate,
     /// Line rate of the receiver's NIC.
     pub dst_link: Rate,
+    /// Header fields the network fills in on this flow's data packets.
+    pub telemetry: Telemetry,
 }
 
 /// What both ends of a flow know: the applications' agreement on how much is sent.
@@ -270,8 +272,10 @@ pub struct EndpointCx<'a, S, H> {
 }
 
 impl<'a, S: Sched, H> EndpointCx<'a, S, H> {
-    #[allow(clippy::too_many_arguments)] // a constructor of the flow table only
-    pub(crate) fn new(
+    /// The handle of the `side` end of flow `f` on `host`, for the flow table and test
+    /// harnesses: stale timer events are counted in `stale`.
+    #[allow(clippy::too_many_arguments)] // one field each; only dispatchers build it
+    pub fn new(
         cx: &'a mut FlowCx<'_, S>,
         host: HostId,
         flow: FlowId,

@@ -16,6 +16,8 @@ pub mod endpoint;
 mod flows;
 mod ranges;
 pub mod tcp;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod xpass;
 
 use dcsim_engine::RngTree;

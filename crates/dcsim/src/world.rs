@@ -380,6 +380,7 @@ impl World {
             stop: spec.stop,
             src_link: self.net.port(self.net.nic(spec.src)).rate(),
             dst_link: self.net.port(self.net.nic(spec.dst)).rate(),
+            telemetry: self.net.telemetry(),
         };
         let mut fcx = FlowCx {
             now,

@@ -255,9 +255,9 @@ mod tests {
     use dcsim_engine::RngTree;
     use proptest::prelude::*;
 
-    use super::super::testing::Driver;
     use super::*;
     use crate::Ecn;
+    use crate::testkit::QdiscDriver;
 
     fn shaper(burst_credits: u64, buffer_credits: u64) -> CreditShaper {
         let spec = CreditShaperConfig {
@@ -282,7 +282,7 @@ mod tests {
     #[test]
     fn credits_go_first_when_tokens_allow_else_data() {
         let mut q = shaper(2, 8);
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         d.offer(&mut q, 1538, Class::Data, Ecn::NotEct);
         d.offer(&mut q, 84, Class::Credit, Ecn::NotEct);
         // No tokens yet at t = 0: data goes first, the credit waits.
@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn credit_queue_drops_beyond_its_capacity() {
         let mut q = shaper(2, 8);
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         for _ in 0..8 {
             assert_eq!(
                 d.offer(&mut q, 84, Class::Credit, Ecn::NotEct),
@@ -331,7 +331,7 @@ mod tests {
             burst in 1u64..10,
         ) {
             let mut q = shaper(burst, 8);
-            let mut d = Driver::new();
+            let mut d = QdiscDriver::new();
             let mut sent: Vec<(u64, u32)> = Vec::new();
             for (dt, size, data) in ops {
                 d.now = Time(d.now.0 + dt);

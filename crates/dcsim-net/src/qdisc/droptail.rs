@@ -69,14 +69,14 @@ impl QueueDisc for DropTail {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::Driver;
     use super::*;
+    use crate::testkit::QdiscDriver;
     use crate::{Class, Ecn};
 
     #[test]
     fn droptail_drops_only_when_full() {
         let mut q = DropTail::new(Amount::Bytes(3000));
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         assert_eq!(
             d.offer(&mut q, 1538, Class::Data, Ecn::Ect),
             Verdict::Accept

@@ -85,14 +85,14 @@ impl QueueDisc for EcnThreshold {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::Driver;
     use super::*;
+    use crate::testkit::QdiscDriver;
     use crate::{Class, Ecn};
 
     #[test]
     fn ecn_threshold_marks_iff_backlog_at_least_k() {
         let mut q = EcnThreshold::new(Amount::Packets(100), Amount::Packets(3));
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         let mut ids = Vec::new();
         for _ in 0..6 {
             d.offer(&mut q, 1538, Class::Data, Ecn::Ect);

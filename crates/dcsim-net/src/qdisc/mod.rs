@@ -480,85 +480,11 @@ pub(crate) fn class_of(pool: &PacketPool, pkt: PacketId) -> (Class, u32) {
 }
 
 #[cfg(test)]
-pub(crate) mod testing {
-    //! A tiny driver: offers packets to a discipline and records what happened.
-    use super::*;
-    use crate::Packet;
-
-    pub(crate) struct Driver {
-        pub pool: PacketPool,
-        pub marks: u64,
-        pub now: Time,
-        pub rate: Rate,
-        pub enqueued: u64,
-        pub dequeued: u64,
-        pub dropped: u64,
-    }
-
-    impl Driver {
-        pub(crate) fn new() -> Self {
-            Self {
-                pool: PacketPool::new(),
-                marks: 0,
-                now: Time::ZERO,
-                rate: Rate::from_gbps(10),
-                enqueued: 0,
-                dequeued: 0,
-                dropped: 0,
-            }
-        }
-        pub(crate) fn offer(
-            &mut self,
-            q: &mut impl QueueDisc,
-            wire: u32,
-            class: Class,
-            ecn: Ecn,
-        ) -> Verdict {
-            let pkt = self.pool.alloc(Packet {
-                wire_bytes: wire,
-                class,
-                ecn,
-                ..Packet::default()
-            });
-            let mut cx = QdiscCx {
-                now: self.now,
-                line_rate: self.rate,
-                pool: &mut self.pool,
-                marks: &mut self.marks,
-            };
-            let v = q.enqueue(pkt, &mut cx);
-            match v {
-                Verdict::Accept => self.enqueued += 1,
-                Verdict::Drop(_) => {
-                    self.dropped += 1;
-                    self.pool.free(pkt);
-                }
-            }
-            v
-        }
-        pub(crate) fn take(&mut self, q: &mut impl QueueDisc) -> Option<PacketId> {
-            let mut cx = QdiscCx {
-                now: self.now,
-                line_rate: self.rate,
-                pool: &mut self.pool,
-                marks: &mut self.marks,
-            };
-            let p = q.dequeue(&mut cx)?;
-            self.dequeued += 1;
-            Some(p)
-        }
-        pub(crate) fn ecn_of(&self, p: PacketId) -> Ecn {
-            self.pool.get(p).ecn
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
-    use super::testing::Driver;
     use super::*;
+    use crate::testkit::QdiscDriver;
 
     #[test]
     fn amount_parses_bytes_and_packets() {
@@ -641,7 +567,7 @@ mod tests {
         ) {
             for spec in all_kinds() {
                 let mut q = spec.build(&RngTree::new(1), 0, Rate::from_gbps(10));
-                let mut d = Driver::new();
+                let mut d = QdiscDriver::new();
                 let mut out = Vec::new();
                 for &(arrive, size, class) in &ops {
                     d.now = Time(d.now.0 + 100_000);

@@ -86,9 +86,9 @@ impl QueueDisc for Prio {
 #[cfg(test)]
 mod tests {
     use super::super::DropTail;
-    use super::super::testing::Driver;
     use super::*;
     use crate::Ecn;
+    use crate::testkit::QdiscDriver;
 
     #[test]
     fn prio_serves_control_before_data() {
@@ -96,7 +96,7 @@ mod tests {
             Amount::Packets(2),
             Qdisc::DropTail(DropTail::new(Amount::Packets(10))),
         );
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         d.offer(&mut q, 1538, Class::Data, Ecn::Ect);
         d.offer(&mut q, 84, Class::Control, Ecn::NotEct);
         d.offer(&mut q, 84, Class::Control, Ecn::NotEct);

@@ -255,8 +255,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::super::EcnThreshold;
-    use super::super::testing::Driver;
     use super::*;
+    use crate::testkit::QdiscDriver;
     use crate::{Class, Ecn};
 
     /// A refused arrival to an empty queue keeps the queue idle: after a long enough idle
@@ -271,7 +271,7 @@ mod tests {
         };
         let mut q = Red::new(spec, RngTree::new(1).stream("red", 0));
         q.avg = 50.0; // far above max_th = 15 packets
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         d.now = Time(1_000_000); // 1 us later: still congested
         assert!(matches!(
             d.offer(&mut q, 1000, Class::Data, Ecn::NotEct),
@@ -294,7 +294,7 @@ mod tests {
             ..RedConfig::default()
         };
         let mut q = Red::new(spec, RngTree::new(1).stream("red", 0));
-        let mut d = Driver::new();
+        let mut d = QdiscDriver::new();
         for _ in 0..1000 {
             // Keep the queue at 4 packets (< min_th = 5).
             while q.backlog_pkts() < 4 {
@@ -322,7 +322,7 @@ mod tests {
                 ..RedConfig::default()
             };
             let mut q = Red::new(spec, RngTree::new(2).stream("red", target as u64));
-            let mut d = Driver::new();
+            let mut d = QdiscDriver::new();
             let n = 200_000;
             let pb = 0.1 * (target - 5.0) / 10.0;
             for _ in 0..n {
@@ -359,7 +359,7 @@ mod tests {
         ) {
             let mut red = Red::new(RedConfig::dctcp_like(Amount::Packets(30), Amount::Packets(k)), RngTree::new(3).stream("red", 0));
             let mut ecn = EcnThreshold::new(Amount::Packets(30), Amount::Packets(k));
-            let (mut d1, mut d2) = (Driver::new(), Driver::new());
+            let (mut d1, mut d2) = (QdiscDriver::new(), QdiscDriver::new());
             for (arrive, size) in ops {
                 if arrive {
                     let v1 = d1.offer(&mut red, size, Class::Data, Ecn::Ect);

@@ -117,11 +117,12 @@ impl CongestionControl for Dctcp {
 
 #[cfg(test)]
 mod tests {
+    use dcsim_engine::spec::NoParams;
     use proptest::prelude::*;
 
-    use super::super::driver::rounds;
     use super::super::{Cc, CcSpec};
     use super::*;
+    use crate::testkit::{CcDriver, Round};
 
     fn limits() -> WindowLimits {
         WindowLimits {
@@ -131,25 +132,29 @@ mod tests {
         }
     }
 
+    fn driver(spec: CcSpec) -> CcDriver<Cc> {
+        CcDriver::new(spec.build(limits())).with_limits(limits())
+    }
+
     /// α follows eq. (1) exactly, once per window, and so converges to the marked fraction
     /// (here one segment in four, rounded by the window size of each round).
     #[test]
     fn dctcp_alpha_converges_to_marking_fraction() {
-        let mut cc = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
-        let out = rounds(&mut cc, 200, 1, 4);
+        let mut d = driver(CcSpec::Dctcp(DctcpConfig::default()));
+        let out = d.rounds(200, Round::marked(1, 4));
         let mut reference = 0.0;
-        for &(_, alpha, f) in &out {
-            reference = (1.0 - 1.0 / 16.0) * reference + f / 16.0;
+        for o in &out {
+            reference = (1.0 - 1.0 / 16.0) * reference + o.marked_fraction / 16.0;
+            let alpha = o.metrics.alpha;
             assert!(
                 (alpha - reference).abs() < 1e-12,
                 "alpha {alpha} vs eq. (1) {reference}"
             );
         }
-        let recent: Vec<f64> = out[150..].iter().map(|x| x.2).collect();
-        let (lo, hi) = recent
-            .iter()
-            .fold((1.0f64, 0.0f64), |(l, h), &f| (l.min(f), h.max(f)));
-        let alpha = out.last().unwrap().1;
+        let (lo, hi) = out[150..].iter().fold((1.0f64, 0.0f64), |(l, h), o| {
+            (l.min(o.marked_fraction), h.max(o.marked_fraction))
+        });
+        let alpha = out.last().unwrap().metrics.alpha;
         assert!(
             (0.25..=0.34).contains(&lo) && alpha >= lo - 0.01 && alpha <= hi + 0.01,
             "alpha {alpha}, F in [{lo}, {hi}]"
@@ -170,45 +175,34 @@ mod tests {
         assert_eq!(cc.cwnd_bytes(), 50 * 1460);
     }
 
-    /// Differential: with no marks, DCTCP's window evolves exactly like NewReno's.
+    /// Differential: with no marks, DCTCP's window evolves exactly like NewReno's, through
+    /// slow start, a loss and congestion avoidance.
     #[test]
     fn dctcp_without_marks_behaves_like_reno() {
-        let mut d = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
-        let mut r = CcSpec::Reno(dcsim_engine::spec::NoParams {}).build(limits());
-        for (cc, ss) in [(&mut d, 30 * 1460), (&mut r, 30 * 1460)] {
-            match cc {
-                Cc::Dctcp(x) => x.core.ssthresh = ss,
-                Cc::Reno(_) => {}
-                Cc::Custom(_) => unreachable!(),
-            }
-        }
-        if let Cc::Reno(x) = &mut r {
-            x.on_loss(Time::ZERO, 60 * 1460);
-        }
-        if let Cc::Dctcp(x) = &mut d {
-            x.on_loss(Time::ZERO, 60 * 1460);
-        }
-        assert_eq!(
-            rounds(&mut d, 50, 0, 1)
+        let mut d = driver(CcSpec::Dctcp(DctcpConfig::default()));
+        let mut r = driver(CcSpec::Reno(NoParams {}));
+        let windows = |x: &mut CcDriver<Cc>| {
+            let mut w: Vec<u64> = x
+                .rounds(3, Round::clean())
                 .iter()
-                .map(|x| x.0)
-                .collect::<Vec<_>>(),
-            rounds(&mut r, 50, 0, 1)
-                .iter()
-                .map(|x| x.0)
-                .collect::<Vec<_>>()
-        );
+                .map(|o| o.cwnd_bytes)
+                .collect();
+            x.loss();
+            w.extend(x.rounds(50, Round::clean()).iter().map(|o| o.cwnd_bytes));
+            w
+        };
+        assert_eq!(windows(&mut d), windows(&mut r));
     }
 
     proptest! {
-        /// Whatever the marking pattern, the window stays at or above the minimum, α stays
-        /// in [0, 1], and nothing is NaN.
+        /// Whatever the marking pattern, the window stays at or above the minimum (the
+        /// driver checks it after every ACK), α stays in [0, 1], and nothing is NaN.
         #[test]
         fn dctcp_invariants_hold_under_random_marking(marked in 0u64..5, of in 1u64..5, n in 1usize..14) {
-            let mut cc = CcSpec::Dctcp(DctcpConfig::default()).build(limits());
-            for (w, a, _) in rounds(&mut cc, n, marked.min(of), of) {
-                prop_assert!(w >= 2 * 1460);
-                prop_assert!((0.0..=1.0).contains(&a));
+            let mut d = driver(CcSpec::Dctcp(DctcpConfig::default()));
+            for o in d.rounds(n, Round::marked(marked.min(of), of)) {
+                prop_assert!(o.cwnd_bytes >= 2 * 1460);
+                prop_assert!((0.0..=1.0).contains(&o.metrics.alpha));
             }
         }
     }

@@ -262,58 +262,6 @@ pub struct WindowLimits {
 }
 
 #[cfg(test)]
-pub(crate) mod driver {
-    //! `CcDriver`: feeds a controller scripted rounds without a network.
-    use super::*;
-
-    /// Runs `rounds` windows of per-segment ACKs, `marked` of every `of` segments CE-marked,
-    /// and returns (cwnd, α, marked fraction of the round) after each round.
-    pub(crate) fn rounds(cc: &mut Cc, rounds: usize, marked: u64, of: u64) -> Vec<(u64, f64, f64)> {
-        let mss = 1460;
-        let mut out = Vec::new();
-        let mut now = Time::ZERO;
-        for _ in 0..rounds {
-            let segs = (cc.cwnd_bytes() / mss).max(1);
-            let mut ecn_done = false;
-            let mut n_marked = 0;
-            for i in 0..segs {
-                now += Dur::from_us(1);
-                let ce = i % of < marked;
-                n_marked += u64::from(ce);
-                if ce && !ecn_done {
-                    cc.on_ecn(now, segs * mss);
-                    ecn_done = true;
-                }
-                let a = AckSample {
-                    now,
-                    acked_bytes: mss,
-                    ce_bytes: if ce { mss } else { 0 },
-                    in_flight_bytes: (segs - i - 1) * mss,
-                    rtt: Some(Dur::from_us(100)),
-                    min_rtt: Dur::from_us(100),
-                    round_start: i == segs - 1,
-                    in_recovery: false,
-                    cwnd_limited: true,
-                    mss,
-                    queue_delay: None,
-                    rate_echo: None,
-                };
-                cc.on_ack(&a);
-                let m = cc.metrics();
-                assert!(m.cwnd_bytes >= mss, "window below one segment");
-                assert!(m.alpha.is_finite() && (0.0..=1.0).contains(&m.alpha));
-            }
-            out.push((
-                cc.cwnd_bytes(),
-                cc.metrics().alpha,
-                n_marked as f64 / segs as f64,
-            ));
-        }
-        out
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 

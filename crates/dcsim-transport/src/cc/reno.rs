@@ -141,9 +141,9 @@ impl CongestionControl for Reno {
 
 #[cfg(test)]
 mod tests {
-    use super::super::driver::rounds;
     use super::super::{Cc, CcSpec};
     use super::*;
+    use crate::testkit::{CcDriver, Round};
 
     fn limits() -> WindowLimits {
         WindowLimits {
@@ -155,20 +155,15 @@ mod tests {
 
     #[test]
     fn reno_slow_start_doubles_per_round_then_grows_one_mss() {
-        let mut cc = CcSpec::Reno(NoParams {}).build(limits());
-        let w = rounds(&mut cc, 3, 0, 1);
-        assert_eq!(
-            w.iter().map(|x| x.0 / 1460).collect::<Vec<_>>(),
-            [20, 40, 80]
-        );
-        if let Cc::Reno(r) = &mut cc {
+        let mut d = CcDriver::new(CcSpec::Reno(NoParams {}).build(limits())).with_limits(limits());
+        let segments = |w: Vec<crate::testkit::RoundOut>| -> Vec<u64> {
+            w.iter().map(|x| x.cwnd_bytes / 1460).collect()
+        };
+        assert_eq!(segments(d.rounds(3, Round::clean())), [20, 40, 80]);
+        if let Cc::Reno(r) = &mut d.cc {
             r.core.ssthresh = 80 * 1460;
         }
-        let w = rounds(&mut cc, 3, 0, 1);
-        assert_eq!(
-            w.iter().map(|x| x.0 / 1460).collect::<Vec<_>>(),
-            [81, 82, 83]
-        );
+        assert_eq!(segments(d.rounds(3, Round::clean())), [81, 82, 83]);
     }
 
     #[test]

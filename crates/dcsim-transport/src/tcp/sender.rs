@@ -89,7 +89,7 @@ impl TcpSender {
             min_rto: cfg.min_rto,
             max_rto: cfg.max_rto,
             done: false,
-            queue_delay: cfg.cc.needs().telemetry.contains(Telemetry::QUEUE_DELAY),
+            queue_delay: flow.telemetry.contains(Telemetry::QUEUE_DELAY),
             next_send_at: Time::ZERO,
             timers: TimerTable::default(),
             stats: TcpStats::default(),
