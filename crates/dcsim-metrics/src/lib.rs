@@ -46,18 +46,16 @@ pub struct FlowRow {
     pub delivered_bytes: u64,
     /// Goodput over the measurement window, Gb/s (bytes delivered in the window / window).
     pub window_goodput_gbps: f64,
-    /// Segments retransmitted.
+    /// Packets sent again.
     pub retransmits: u64,
-    /// Retransmission timeouts.
-    pub timeouts: u64,
-    /// Credits the receiver sent (ExpressPass; 0 otherwise).
-    pub credits_sent: u64,
-    /// Credits that found nothing to send, including those arriving after the flow ended
-    /// (ExpressPass; 0 otherwise).
-    pub credits_wasted: u64,
     /// Whether the flow counts in FCT statistics (it started inside the measurement
     /// window: not before `sim.warmup`, not within `sim.cooldown` of the end of arrivals).
     pub measured: bool,
+    /// The counters of the flow's transport (`timeouts` for TCP; `credits_sent`,
+    /// `credits_wasted` for ExpressPass): the columns after `measured`, one per counter
+    /// of every transport the run uses, empty for flows of other transports.
+    #[serde(skip)]
+    pub counters: std::collections::BTreeMap<String, u64>,
 }
 
 /// One row of `ports.csv` (counters over the measurement window).

@@ -165,7 +165,9 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
         );
         if s == Scheme::Xpass {
             xpass_drops += drops;
-            let wasted = r.summary["credits_wasted"].as_u64().unwrap_or(0);
+            let wasted = r.summary["by_transport"]["expresspass"]["credits_wasted"]
+                .as_u64()
+                .unwrap_or(0);
             put(
                 &mut out,
                 &["wasted_credits_per_flow", w, &gk],

@@ -188,7 +188,13 @@ pub trait Transport: Sized {
     fn packet_format(cfg: &Self::Config) -> PacketFormat;
     /// The two ends of a new flow; randomness comes from `rng`'s streams for this flow.
     fn open(cfg: &Self::Config, flow: &FlowInfo, rng: &RngTree) -> (Self::Sender, Self::Receiver);
-    /// Copies the flow's counters into its record (when sampled, and when the flow ends).
+    /// Names of the per-flow counters the transport reports in
+    /// [`FlowRecord::counters`] (columns of `flows.csv`; at most
+    /// [`MAX_FLOW_COUNTERS`](crate::flows::MAX_FLOW_COUNTERS), and unique across all
+    /// registered transports).
+    const FLOW_COUNTERS: &'static [&'static str] = &[];
+    /// Copies the flow's retransmissions and [`Transport::FLOW_COUNTERS`] into its record
+    /// (when sampled, and when the flow ends).
     fn record(tx: &Self::Sender, rx: &Self::Receiver, r: &mut FlowRecord);
     /// State for the time series: `(kind, value)` pairs.
     fn sample(tx: &Self::Sender, rx: &Self::Receiver, out: &mut Vec<(&'static str, f64)>);

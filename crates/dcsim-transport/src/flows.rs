@@ -31,6 +31,9 @@ pub struct FlowSpec {
     pub transport: u32,
 }
 
+/// The most per-flow counters a transport can report ([`Transport::FLOW_COUNTERS`]).
+pub const MAX_FLOW_COUNTERS: usize = 4;
+
 /// What is known about a flow, for results.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowRecord {
@@ -42,15 +45,11 @@ pub struct FlowRecord {
     pub delivered_bytes: u64,
     /// Bytes the flow ended up sending, when a stop time cut it short.
     pub sent_bytes_at_stop: Option<u64>,
-    /// Retransmitted packets.
+    /// Packets sent again (however the transport recovers losses).
     pub retransmits: u64,
-    /// Retransmission timeouts (TCP).
-    pub timeouts: u64,
-    /// Credits the receiver sent (ExpressPass).
-    pub credits_sent: u64,
-    /// Credits that reached the sender with nothing to send, including those that arrived
-    /// after the flow had finished (ExpressPass).
-    pub credits_wasted: u64,
+    /// The transport's own counters, in the order of its [`Transport::FLOW_COUNTERS`]
+    /// (TCP: timeouts; ExpressPass: credits sent and wasted).
+    pub counters: [u64; MAX_FLOW_COUNTERS],
 }
 
 /// Both ends of one flow of transport `T`, and what they share.

@@ -31,7 +31,7 @@ pub use endpoint::{
     EndpointCx, FlowCx, FlowEvent, FlowInfo, FlowShared, Needs, PacketFormat, Receiver, Sched,
     Sender, Side, TimerKey, Transport,
 };
-pub use flows::{FlowRecord, FlowSpec, Flows};
+pub use flows::{FlowRecord, FlowSpec, Flows, MAX_FLOW_COUNTERS};
 pub use tcp::TcpConfig;
 
 use flows::Pair;
@@ -76,9 +76,17 @@ macro_rules! transports {
             pub fn needs(&self) -> Needs {
                 match self { $(Self::$V(c) => <$T as Transport>::needs(c),)+ }
             }
+            /// Names of the per-flow counters it reports (see [`Transport::FLOW_COUNTERS`]).
+            pub fn flow_counters(&self) -> &'static [&'static str] {
+                match self { $(Self::$V(_) => <$T as Transport>::FLOW_COUNTERS,)+ }
+            }
             /// Sizes of its data packets.
             pub fn packet_format(&self) -> PacketFormat {
                 match self { $(Self::$V(c) => <$T as Transport>::packet_format(c),)+ }
+            }
+            /// Every registered transport with default parameters, in registration order.
+            pub fn defaults() -> Vec<Self> {
+                vec![$(Self::$V(Default::default())),+]
             }
             /// Books a packet that arrived after both ends of its flow had finished.
             pub(crate) fn on_straggler(&self, pkt: &Packet, r: &mut FlowRecord) {
@@ -113,6 +121,11 @@ macro_rules! transports {
                 })
             }
         }
+
+        $(const _: () = assert!(
+            <$T as Transport>::FLOW_COUNTERS.len() <= flows::MAX_FLOW_COUNTERS,
+            "a transport reports more per-flow counters than a record holds"
+        );)+
 
         /// Both ends of one running flow, whatever its transport.
         #[allow(clippy::large_enum_variant)] // boxed in the flow table
@@ -161,5 +174,23 @@ transports! { $;
 impl Default for TransportSpec {
     fn default() -> Self {
         Self::Tcp(TcpConfig::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counter names are columns of one table: no two transports may use the same one.
+    #[test]
+    fn flow_counter_names_are_unique_across_transports() {
+        let mut names: Vec<&str> = TransportSpec::defaults()
+            .iter()
+            .flat_map(|t| t.flow_counters().iter().copied())
+            .collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n);
     }
 }

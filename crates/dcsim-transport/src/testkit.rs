@@ -3,7 +3,7 @@
 
 use dcsim_engine::{Dur, Rate, Time};
 
-use crate::cc::{AckSample, CcMetrics, CongestionControl, WindowLimits};
+use crate::cc::{AckSample, CongestionControl, WindowLimits};
 
 /// One window of acknowledgements that [`CcDriver::round`] feeds a controller.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,7 +63,7 @@ impl Round {
 }
 
 /// What a controller looked like after one round.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RoundOut {
     /// Segments acknowledged in the round (the window at its start, in segments).
     pub segments: u64,
@@ -73,8 +73,22 @@ pub struct RoundOut {
     pub cwnd_bytes: u64,
     /// Pacing rate after the round.
     pub pacing_rate: Option<Rate>,
-    /// Internal state after the round.
-    pub metrics: CcMetrics,
+    /// The controller's own state after the round (see [`CongestionControl::sample`]).
+    pub state: Vec<(&'static str, f64)>,
+}
+
+impl RoundOut {
+    /// The controller's state variable `kind` after the round.
+    ///
+    /// # Panics
+    /// If the controller does not report `kind`.
+    pub fn get(&self, kind: &str) -> f64 {
+        self.state
+            .iter()
+            .find(|s| s.0 == kind)
+            .unwrap_or_else(|| panic!("no state {kind:?} in {:?}", self.state))
+            .1
+    }
 }
 
 /// Feeds a congestion controller scripted windows of ACKs, marks, losses and timeouts the
@@ -167,7 +181,7 @@ impl<C: CongestionControl> CcDriver<C> {
             marked_fraction: n_marked as f64 / segs as f64,
             cwnd_bytes: self.cc.cwnd_bytes(),
             pacing_rate: self.cc.pacing_rate(),
-            metrics: self.cc.metrics(),
+            state: self.state(),
         }
     }
 
@@ -190,6 +204,13 @@ impl<C: CongestionControl> CcDriver<C> {
         self.check();
     }
 
+    /// The controller's own state now.
+    pub fn state(&self) -> Vec<(&'static str, f64)> {
+        let mut out = Vec::new();
+        self.cc.sample(&mut out);
+        out
+    }
+
     /// Lets `d` pass without ACKs.
     pub fn idle(&mut self, d: Dur) {
         self.now += d;
@@ -198,14 +219,17 @@ impl<C: CongestionControl> CcDriver<C> {
     /// Panics unless the window is at least the floor, the controller's state is finite
     /// and its pacing rate, if any, is positive.
     pub fn check(&self) {
-        let m = self.cc.metrics();
         let w = self.cc.cwnd_bytes();
         assert!(
             w >= self.min_cwnd.max(1),
             "window {w} below the floor {}",
             self.min_cwnd
         );
-        assert!(m.alpha.is_finite(), "non-finite state {m:?}");
+        let state = self.state();
+        assert!(
+            state.iter().all(|s| s.1.is_finite()),
+            "non-finite state {state:?}"
+        );
         if let Some(r) = self.cc.pacing_rate() {
             assert!(r > Rate::ZERO, "zero pacing rate");
         }

@@ -7,7 +7,7 @@ use dcsim_engine::{Dur, Rate, RngTree, Time};
 use dcsim_net::Telemetry;
 use dcsim_net::topo::LinkSpec;
 use dcsim_testkit::{CcDriver, LinkPair, Round};
-use dcsim_transport::cc::{AckSample, Cc, CcMetrics, CcSpec, CongestionControl, WindowLimits};
+use dcsim_transport::cc::{AckSample, Cc, CcSpec, CongestionControl, WindowLimits};
 use dcsim_transport::tcp::{Tcp, TcpReceiver, TcpSender};
 use dcsim_transport::{FlowInfo, TcpConfig, Transport};
 use proptest::prelude::*;
@@ -105,12 +105,6 @@ impl CongestionControl for Fixed {
     fn on_ecn(&mut self, _now: Time, _in_flight: u64) {}
     fn on_loss(&mut self, _now: Time, _in_flight: u64) {}
     fn on_rto(&mut self, _now: Time, _in_flight: u64) {}
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            cwnd_bytes: self.cwnd,
-            ..CcMetrics::default()
-        }
-    }
 }
 
 /// The samples a [`Fixed`] controller saw.

@@ -10,6 +10,7 @@ use dcsim_metrics::{
     Distribution, FlowRow, PortRow, SampleRow, atomic_write, digest, jain, to_csv,
 };
 use dcsim_net::{Class, FlowId, PortId};
+use dcsim_transport::TransportSpec;
 use serde_json::{Value, json};
 
 use crate::world::{RunStats, World, port_label};
@@ -49,9 +50,6 @@ const FLOW_HEADER: &[&str] = &[
     "delivered_bytes",
     "window_goodput_gbps",
     "retransmits",
-    "timeouts",
-    "credits_sent",
-    "credits_wasted",
     "measured",
 ];
 const PORT_HEADER: &[&str] = &[
@@ -126,7 +124,9 @@ impl Results {
         let mut measured_flows = Vec::new();
         let (from, until) = measured_window(world);
         let mut long_lived = Vec::new();
-        let mut credits_wasted_total = 0u64;
+        let columns = counter_columns(flows_t.transports());
+        let mut cells: Vec<Vec<Option<u64>>> = Vec::with_capacity(flows_t.len());
+        let mut totals: serde_json::Map<String, Value> = serde_json::Map::new();
         for i in 0..flows_t.len() {
             let f = FlowId::new(i);
             let spec = flows_t.spec(f);
@@ -161,13 +161,33 @@ impl Results {
             {
                 long_lived.push(goodput);
             }
+            let transport = &flows_t.transports()[spec.transport as usize];
+            let mut counters = std::collections::BTreeMap::new();
+            let row_cells = columns
+                .iter()
+                .map(|&(kind, name)| {
+                    if kind != transport.name() {
+                        return None;
+                    }
+                    let k = transport.flow_counters().iter().position(|&c| c == name)?;
+                    let v = rec.counters[k];
+                    counters.insert(name.to_string(), v);
+                    let total = totals
+                        .entry(kind)
+                        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                    if let Value::Object(m) = total {
+                        let t = m.entry(name).or_insert(Value::from(0u64));
+                        *t = Value::from(t.as_u64().unwrap_or(0) + v);
+                    }
+                    Some(v)
+                })
+                .collect();
+            cells.push(row_cells);
             flow_rows.push(FlowRow {
                 flow_id: f.0,
                 src: spec.src.0,
                 dst: spec.dst.0,
-                transport: flows_t.transports()[spec.transport as usize]
-                    .label()
-                    .to_string(),
+                transport: transport.label().to_string(),
                 size_bytes: spec.size_bytes.or(rec.sent_bytes_at_stop),
                 start_ns: spec.start.as_ns(),
                 end_ns: rec.end.map(|e| e.as_ns()),
@@ -177,12 +197,9 @@ impl Results {
                 delivered_bytes: rec.delivered_bytes,
                 window_goodput_gbps: goodput,
                 retransmits: rec.retransmits,
-                timeouts: rec.timeouts,
-                credits_sent: rec.credits_sent,
-                credits_wasted: rec.credits_wasted,
                 measured,
+                counters,
             });
-            credits_wasted_total += rec.credits_wasted;
         }
         let net = &mut world.net;
         let mut port_rows = Vec::with_capacity(net.ports().len());
@@ -241,7 +258,7 @@ impl Results {
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
         let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
         let samples = world.sampler.as_mut().map(|s| std::mem::take(&mut s.rows));
-        let flows_csv = to_csv(&flow_rows, FLOW_HEADER).expect("in-memory CSV cannot fail");
+        let flows_csv = flows_csv(&flow_rows, &cells, &columns);
         let ports_csv = to_csv(&port_rows, PORT_HEADER).expect("in-memory CSV cannot fail");
         let samples_csv = samples
             .as_ref()
@@ -272,7 +289,7 @@ impl Results {
             "packets_in_network": pool.live(),
             "data_drops": data_drops_total,
             "credit_drops": credit_drops_total,
-            "credits_wasted": credits_wasted_total,
+            "by_transport": totals,
             "ecn_marks": marks_total,
             "flows_total": world.flows.len(),
             "flows_completed": world.flows.completed(),
@@ -351,6 +368,7 @@ impl Results {
             csv::Reader::from_reader(bytes).deserialize().collect()
         }
         let flows_csv = read("flows.csv")?;
+        let flows = read_flows(&flows_csv).map_err(|e| bad("flows.csv", &e))?;
         let ports_csv = read("ports.csv")?;
         let buckets_csv = read("buckets.csv")?;
         let tiers_csv = read("tiers.csv")?;
@@ -360,7 +378,7 @@ impl Results {
             Err(e) => return Err(e),
         };
         Ok(Self {
-            flows: rows(&flows_csv).map_err(|e| bad("flows.csv", &e))?,
+            flows,
             ports: rows(&ports_csv).map_err(|e| bad("ports.csv", &e))?,
             samples: match &samples_csv {
                 Some(b) => Some(rows(b).map_err(|e| bad("timeseries.csv", &e))?),
@@ -445,6 +463,59 @@ impl Results {
         }
         out
     }
+}
+
+/// The per-transport counter columns of `flows.csv`, as (transport kind, counter): the
+/// counters of every registered transport the run uses, in registration order.
+fn counter_columns(transports: &[TransportSpec]) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    for kind in TransportSpec::KINDS {
+        if let Some(t) = transports.iter().find(|t| t.name() == kind.name) {
+            out.extend(t.flow_counters().iter().map(|&c| (kind.name, c)));
+        }
+    }
+    out
+}
+
+/// `flows.csv`: the fixed columns, then one column per transport counter.
+fn flows_csv(rows: &[FlowRow], cells: &[Vec<Option<u64>>], columns: &[(&str, &str)]) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    let header = FLOW_HEADER
+        .iter()
+        .copied()
+        .chain(columns.iter().map(|c| c.1));
+    let ok = "in-memory CSV cannot fail";
+    w.write_record(header).expect(ok);
+    for (r, c) in rows.iter().zip(cells) {
+        w.serialize((r, c)).expect(ok);
+    }
+    w.into_inner().expect(ok)
+}
+
+/// Reads `flows.csv` back: the fixed columns into the rows, the others into their
+/// counters (an empty cell is a counter of another transport).
+fn read_flows(bytes: &[u8]) -> Result<Vec<FlowRow>, csv::Error> {
+    let mut r = csv::Reader::from_reader(bytes);
+    let header = r.headers()?.clone();
+    let extra: Vec<(usize, &str)> = header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| !FLOW_HEADER.contains(h))
+        .collect();
+    let mut rows = Vec::new();
+    for rec in r.records() {
+        let rec = rec?;
+        let mut row: FlowRow = rec.deserialize(Some(&header))?;
+        for &(i, name) in &extra {
+            if let Some(v) = rec.get(i).and_then(|c| c.parse().ok()) {
+                row.counters.insert(name.to_string(), v);
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
 }
 
 /// The start-time window `[from, until)` of the flows that count in FCT statistics:

@@ -58,17 +58,6 @@ pub struct AckSample {
     pub mss: u64,
 }
 
-/// Internal state for samplers and traces.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct CcMetrics {
-    /// Congestion window, bytes.
-    pub cwnd_bytes: u64,
-    /// Slow-start threshold, bytes.
-    pub ssthresh_bytes: u64,
-    /// DCTCP's α (zero for controllers without one).
-    pub alpha: f64,
-}
-
 /// Window and rate policy of one sender.
 pub trait CongestionControl {
     /// Bytes the sender may have in flight now.
@@ -87,8 +76,10 @@ pub trait CongestionControl {
     fn on_loss(&mut self, now: Time, in_flight_bytes: u64);
     /// The retransmission timer fired.
     fn on_rto(&mut self, now: Time, in_flight_bytes: u64);
-    /// Internal state for samplers.
-    fn metrics(&self) -> CcMetrics;
+    /// The controller's own state for the time series (`output.timeseries.cwnd`), as
+    /// `(kind, value)` pairs: DCTCP's `alpha`, DX's measured delay. The transport samples
+    /// the window itself. Default: nothing.
+    fn sample(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// A congestion controller that scenarios can name: its name, its parameters and how to
@@ -170,8 +161,8 @@ macro_rules! controllers {
                     Self::Custom(c) => c.on_rto(now, in_flight_bytes),
                 }
             }
-            fn metrics(&self) -> CcMetrics {
-                match self { $(Self::$V(c) => c.metrics(),)+ Self::Custom(c) => c.metrics() }
+            fn sample(&self, out: &mut Vec<(&'static str, f64)>) {
+                match self { $(Self::$V(c) => c.sample(out),)+ Self::Custom(c) => c.sample(out) }
             }
         }
 

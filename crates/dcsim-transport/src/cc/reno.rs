@@ -5,7 +5,7 @@ use dcsim_engine::Time;
 
 use dcsim_engine::spec::NoParams;
 
-use super::{AckSample, CcMetrics, CongestionControl, Controller, WindowLimits};
+use super::{AckSample, CongestionControl, Controller, WindowLimits};
 
 /// Slow start and congestion avoidance in bytes; shared by Reno and DCTCP.
 #[derive(Clone, Debug)]
@@ -83,12 +83,9 @@ impl RenoCore {
         self.limits
     }
 
-    pub(crate) fn metrics(&self, alpha: f64) -> CcMetrics {
-        CcMetrics {
-            cwnd_bytes: self.cwnd,
-            ssthresh_bytes: self.ssthresh,
-            alpha,
-        }
+    /// Slow-start threshold, bytes.
+    pub fn ssthresh_bytes(&self) -> u64 {
+        self.ssthresh
     }
 }
 
@@ -134,9 +131,6 @@ impl CongestionControl for Reno {
     fn on_rto(&mut self, _now: Time, in_flight: u64) {
         self.core.timeout(in_flight);
     }
-    fn metrics(&self) -> CcMetrics {
-        self.core.metrics(0.0)
-    }
 }
 
 #[cfg(test)]
@@ -177,6 +171,6 @@ mod tests {
             2 * 1460,
             "min_cwnd = 2 MSS floors the loss window"
         );
-        assert_eq!(cc.metrics().ssthresh_bytes, 10 * 1460);
+        assert_eq!(cc.core.ssthresh_bytes(), 10 * 1460);
     }
 }

@@ -185,13 +185,14 @@ impl Transport for Tcp {
             TcpReceiver::new(cfg, flow),
         )
     }
+    /// `timeouts`: retransmission timeouts.
+    const FLOW_COUNTERS: &'static [&'static str] = &["timeouts"];
     fn record(tx: &TcpSender, _rx: &TcpReceiver, r: &mut FlowRecord) {
         r.retransmits = tx.stats().retransmits;
-        r.timeouts = tx.stats().timeouts;
+        r.counters[0] = tx.stats().timeouts;
     }
     fn sample(tx: &TcpSender, _rx: &TcpReceiver, out: &mut Vec<(&'static str, f64)>) {
-        let m = tx.cc().metrics();
-        out.push(("cwnd_bytes", m.cwnd_bytes as f64));
-        out.push(("alpha", m.alpha));
+        out.push(("cwnd_bytes", tx.cc().cwnd_bytes() as f64));
+        tx.cc().sample(out);
     }
 }

@@ -212,6 +212,10 @@ impl XpassConfig {
     }
 }
 
+/// Positions in [`FlowRecord::counters`].
+const CREDITS_SENT: usize = 0;
+const CREDITS_WASTED: usize = 1;
+
 /// ExpressPass (`kind = "expresspass"`).
 pub struct Xpass;
 
@@ -261,11 +265,14 @@ impl Transport for Xpass {
             XpassReceiver::new(p, flow, max_rate, rng),
         )
     }
+    /// `credits_sent` by the receiver; `credits_wasted`: credits that reached the sender
+    /// with nothing to send, including those that arrived after the flow had finished.
+    const FLOW_COUNTERS: &'static [&'static str] = &["credits_sent", "credits_wasted"];
     fn record(tx: &XpassSender, rx: &XpassReceiver, r: &mut FlowRecord) {
         r.retransmits = tx.stats().retransmits;
-        r.credits_sent = rx.stats().credits_sent;
+        r.counters[CREDITS_SENT] = rx.stats().credits_sent;
         // Stragglers already counted by the flow table stay counted.
-        r.credits_wasted = r.credits_wasted.max(tx.stats().credits_wasted);
+        r.counters[CREDITS_WASTED] = r.counters[CREDITS_WASTED].max(tx.stats().credits_wasted);
     }
     fn sample(_tx: &XpassSender, rx: &XpassReceiver, out: &mut Vec<(&'static str, f64)>) {
         out.push(("credit_rate_gbps", rx.credit_rate() * 8.0 / 1e9));
@@ -274,7 +281,7 @@ impl Transport for Xpass {
     /// A credit that arrives after the flow has finished is wasted.
     fn on_straggler(pkt: &Packet, r: &mut FlowRecord) {
         if pkt.class == Class::Credit {
-            r.credits_wasted += 1;
+            r.counters[CREDITS_WASTED] += 1;
         }
     }
 }

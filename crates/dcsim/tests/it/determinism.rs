@@ -85,3 +85,47 @@ fn written_results_load_back_unchanged() {
     assert_eq!(format!("{:?}", l.samples), format!("{:?}", r.samples));
     assert_eq!(l.digest(), r.digest());
 }
+
+/// A run that mixes transports has each transport's counters in columns of its own, empty
+/// for the other transport's flows, totalled per transport in the summary, and read back
+/// unchanged.
+#[test]
+fn per_transport_counters_have_their_own_columns() {
+    let r = run(
+        "scenarios/xpass-dumbbell.toml",
+        &[
+            "sim.duration=3ms",
+            "sim.warmup=1ms",
+            "transports.tcp={ kind = \"tcp\", cc = \"dctcp\" }",
+            "flows[1].transport=tcp",
+            "flows[1].start=0ms",
+        ],
+    );
+    let cols = ["timeouts", "credits_sent", "credits_wasted"];
+    let xp = &r.flows[0];
+    let tcp = &r.flows[1];
+    assert_eq!(
+        (xp.transport.as_str(), tcp.transport.as_str()),
+        ("expresspass", "dctcp")
+    );
+    assert!(xp.counters["credits_sent"] > 0 && !xp.counters.contains_key("timeouts"));
+    assert!(tcp.counters.contains_key("timeouts") && !tcp.counters.contains_key("credits_sent"));
+    let totals = &r.summary["by_transport"];
+    assert_eq!(
+        totals["expresspass"]["credits_sent"],
+        xp.counters["credits_sent"]
+    );
+    assert_eq!(totals["tcp"]["timeouts"], tcp.counters["timeouts"]);
+    let dir = std::env::temp_dir().join(format!("dcsim-counters-{}", std::process::id()));
+    r.write(&dir).unwrap();
+    let text = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
+    let l = dcsim::Results::load(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    assert_eq!(
+        header[header.len() - 3..],
+        cols,
+        "TCP's columns first (registration order)"
+    );
+    assert_eq!(format!("{:?}", l.flows), format!("{:?}", r.flows));
+}

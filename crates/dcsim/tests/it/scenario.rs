@@ -144,7 +144,7 @@ fn dctcp_without_marking_equals_reno_end_to_end() {
     let strip = |r: &dcsim::Results| {
         r.flows
             .iter()
-            .map(|f| (f.delivered_bytes, f.retransmits, f.timeouts))
+            .map(|f| (f.delivered_bytes, f.retransmits, f.counters["timeouts"]))
             .collect::<Vec<_>>()
     };
     assert_eq!(strip(&a), strip(&b));
