@@ -9,6 +9,7 @@
 //! Xoshiro256++ stream seeded with `splitmix(seed, c)`, so the result is the same whatever the
 //! number of generator threads. Transcendental functions come from `libm`.
 
+use dcsim_engine::splitmix;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 
@@ -101,14 +102,6 @@ fn unit_open(x: u64) -> f64 {
 #[inline]
 fn below(x: u64, n: u64) -> u64 {
     ((u128::from(x) * u128::from(n)) >> 64) as u64
-}
-
-/// SplitMix64 finaliser: a fixed, documented mixing function for seeds.
-pub(crate) fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -43,9 +43,9 @@ mod generate;
 mod paths;
 mod stats;
 
+use dcsim_engine::splitmix;
 use serde::{Deserialize, Serialize};
 
-pub(crate) use generate::splitmix;
 pub use paths::{LOAD as PATH_LOAD, PathRow, clos_for};
 pub use stats::{FAIR_WINDOW, Fairness as FairnessStats, Latency};
 

@@ -31,7 +31,7 @@ use crossbeam::channel::{Receiver, Sender, unbounded};
 use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
 use crate::backlog::Backlog;
-use crate::bench::splitmix;
+use dcsim_engine::splitmix;
 use crate::bitmap::SlotBitmaps;
 use crate::isa::lowest_bits;
 use crate::trace::{Feed, FeedPart};
