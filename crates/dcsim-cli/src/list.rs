@@ -30,6 +30,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         include_str!("../../../scenarios/xpass-incast.toml"),
     ),
     (
+        "dx-dumbbell.toml",
+        include_str!("../../../scenarios/dx-dumbbell.toml"),
+    ),
+    (
         "websearch-star.toml",
         include_str!("../../../scenarios/websearch-star.toml"),
     ),

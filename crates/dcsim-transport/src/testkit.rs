@@ -172,6 +172,7 @@ impl<C: CongestionControl> CcDriver<C> {
                 mss,
                 queue_delay: r.queue_delay,
                 rate_echo: r.rate_echo,
+                data_arrival: Some(self.now),
             };
             self.cc.on_ack(&a);
             self.check();

@@ -31,11 +31,11 @@ use crossbeam::channel::{Receiver, Sender, unbounded};
 use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
 use crate::backlog::Backlog;
-use dcsim_engine::splitmix;
 use crate::bitmap::SlotBitmaps;
 use crate::isa::lowest_bits;
 use crate::trace::{Feed, FeedPart};
 use crate::types::Grant;
+use dcsim_engine::splitmix;
 
 /// Requests per bin: 3 x 16 bytes plus the header fill one 64-byte cache line.
 pub(crate) const BIN_REQS: usize = 3;

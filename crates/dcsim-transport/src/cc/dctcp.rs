@@ -3,7 +3,7 @@
 use dcsim_engine::Time;
 use serde::{Deserialize, Serialize};
 
-use super::{AckSample, CongestionControl, Controller, RenoCore, WindowLimits};
+use super::{AckSample, CcSetup, CongestionControl, Controller, RenoCore, WindowLimits};
 
 /// DCTCP parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -74,8 +74,8 @@ impl Controller for Dctcp {
         "DCTCP: alpha EWMA of the marked fraction per window, cwnd *= 1 - alpha/2";
     const USES_ECN: bool = true;
     type Config = DctcpConfig;
-    fn build(cfg: &DctcpConfig, limits: WindowLimits) -> Self {
-        Self::new(cfg, limits)
+    fn build(cfg: &DctcpConfig, setup: CcSetup) -> Self {
+        Self::new(cfg, setup.limits)
     }
     fn validate(cfg: &DctcpConfig) -> Result<(), String> {
         cfg.validate()

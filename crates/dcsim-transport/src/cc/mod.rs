@@ -8,12 +8,13 @@
 //! below.
 
 mod dctcp;
+mod dx;
 mod reno;
 
 use core::fmt;
 
 use dcsim_engine::spec::{self, Kind, NoParams};
-use dcsim_engine::{Dur, Rate, Time};
+use dcsim_engine::{Dur, Rate, Rng, RngTree, Time};
 #[cfg(doc)]
 use dcsim_net::Telemetry;
 use serde::de::{self, DeserializeOwned};
@@ -22,6 +23,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::endpoint::Needs;
 
 pub use dctcp::{Dctcp, DctcpConfig};
+pub use dx::{Dx, DxConfig, Estimator, Measurement, Normalizer, Timestamps};
 pub use reno::{Reno, RenoCore};
 
 /// Everything a controller may learn from one ACK that acknowledged new data. New fields
@@ -54,6 +56,9 @@ pub struct AckSample {
     /// The rate stamped into that data packet by the ports on its path, echoed by the
     /// receiver, if any port stamped one.
     pub rate_echo: Option<Rate>,
+    /// When that data packet reached the receiver (the receiver's clock, which is exact in
+    /// the simulation), as echoed in the ACK.
+    pub data_arrival: Option<Time>,
     /// Maximum segment size in bytes.
     pub mss: u64,
 }
@@ -97,7 +102,7 @@ pub trait Controller: CongestionControl + Sized {
     /// Parameters; `Default` gives the documented defaults.
     type Config: Clone + fmt::Debug + PartialEq + Default + Serialize + DeserializeOwned;
     /// The controller of one sender.
-    fn build(cfg: &Self::Config, limits: WindowLimits) -> Self;
+    fn build(cfg: &Self::Config, setup: CcSetup) -> Self;
     /// Checks parameter ranges; the error starts with the parameter's name.
     fn validate(_cfg: &Self::Config) -> Result<(), String> {
         Ok(())
@@ -186,8 +191,17 @@ macro_rules! controllers {
                 match self { $(Self::$V(_) => <$T as Controller>::NAME,)+ }
             }
             /// Builds the controller of one sender.
+            pub fn build_with(&self, setup: CcSetup) -> Cc {
+                match self { $(Self::$V(c) => Cc::$V(<$T as Controller>::build(c, setup)),)+ }
+            }
+            /// Builds the controller of one sender on a 10 Gb/s link, with a fixed random
+            /// stream (for tests and tools; a simulation uses [`CcSpec::build_with`]).
             pub fn build(&self, limits: WindowLimits) -> Cc {
-                match self { $(Self::$V(c) => Cc::$V(<$T as Controller>::build(c, limits)),)+ }
+                self.build_with(CcSetup {
+                    limits,
+                    line_rate: Rate::from_gbps(10),
+                    rng: RngTree::new(0).stream("cc", 0),
+                })
             }
             /// Whether the controller reacts to ECN by design (ECN is then on by default).
             pub fn uses_ecn(&self) -> bool {
@@ -233,12 +247,24 @@ controllers! {
     Reno(Reno),
     /// DCTCP (Alizadeh et al., SIGCOMM'10; RFC 8257).
     Dctcp(Dctcp),
+    /// DX (Lee et al., USENIX ATC'15): latency feedback.
+    Dx(Dx),
 }
 
 impl Default for CcSpec {
     fn default() -> Self {
         Self::Reno(NoParams {})
     }
+}
+
+/// What a controller is built with, besides its parameters.
+pub struct CcSetup {
+    /// Window limits.
+    pub limits: WindowLimits,
+    /// Line rate of the sender's NIC.
+    pub line_rate: Rate,
+    /// The controller's own random stream.
+    pub rng: Rng,
 }
 
 /// Window limits every controller shares, in bytes.

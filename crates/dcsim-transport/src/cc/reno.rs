@@ -5,7 +5,7 @@ use dcsim_engine::Time;
 
 use dcsim_engine::spec::NoParams;
 
-use super::{AckSample, CongestionControl, Controller, WindowLimits};
+use super::{AckSample, CcSetup, CongestionControl, Controller, WindowLimits};
 
 /// Slow start and congestion avoidance in bytes; shared by Reno and DCTCP.
 #[derive(Clone, Debug)]
@@ -109,8 +109,8 @@ impl Controller for Reno {
     const ABOUT: &'static str =
         "TCP NewReno: slow start, AIMD, fast retransmit/recovery; classic ECN halving";
     type Config = NoParams;
-    fn build(_cfg: &NoParams, limits: WindowLimits) -> Self {
-        Self::new(limits)
+    fn build(_cfg: &NoParams, setup: CcSetup) -> Self {
+        Self::new(setup.limits)
     }
 }
 

@@ -19,7 +19,8 @@
 //!
 //! # Header usage
 //! Data: `seq` = first byte, `payload_bytes`, `sent_at`; ACK: `ack` = next expected byte,
-//! `echo` = `sent_at` of the segment that triggered it, flag `ECE`, and in `rate` and
+//! `echo` = `sent_at` of the segment that triggered it, `sent_at` = when that segment
+//! arrived (the ACK leaves then, unless delayed), flag `ECE`, and in `rate` and
 //! `queue_delay_ns` what the network wrote into that segment (a rate stamp, its switch
 //! queueing delay), so that controllers can use per-packet feedback.
 //!
@@ -41,7 +42,7 @@ use serde::{Deserialize, Serialize};
 pub use receiver::TcpReceiver;
 pub use sender::{TcpSender, TcpStats};
 
-use crate::cc::{CcSpec, CongestionControl, WindowLimits};
+use crate::cc::{CcSetup, CcSpec, CongestionControl, WindowLimits};
 use crate::endpoint::{FlowInfo, Needs, PacketFormat, Transport};
 use crate::flows::FlowRecord;
 
@@ -179,11 +180,13 @@ impl Transport for Tcp {
             full_wire_bytes: cfg.full_segment_wire_bytes(),
         }
     }
-    fn open(cfg: &TcpConfig, flow: &FlowInfo, _rng: &RngTree) -> (TcpSender, TcpReceiver) {
-        (
-            TcpSender::new(cfg, cfg.cc.build(cfg.limits()), flow),
-            TcpReceiver::new(cfg, flow),
-        )
+    fn open(cfg: &TcpConfig, flow: &FlowInfo, rng: &RngTree) -> (TcpSender, TcpReceiver) {
+        let cc = cfg.cc.build_with(CcSetup {
+            limits: cfg.limits(),
+            line_rate: flow.src_link,
+            rng: rng.stream("cc", u64::from(flow.flow.0)),
+        });
+        (TcpSender::new(cfg, cc, flow), TcpReceiver::new(cfg, flow))
     }
     /// `timeouts`: retransmission timeouts.
     const FLOW_COUNTERS: &'static [&'static str] = &["timeouts"];

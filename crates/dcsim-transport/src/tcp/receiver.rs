@@ -23,6 +23,8 @@ pub struct TcpReceiver {
     pending_acks: u32,
     ce_state: bool,
     last_echo: Time,
+    /// When the last data packet arrived.
+    last_arrival: Time,
     /// What the last data packet carried from the network, echoed in ACKs.
     last_rate: RateStamp,
     last_queue_delay_ns: u32,
@@ -44,6 +46,7 @@ impl TcpReceiver {
             pending_acks: 0,
             ce_state: false,
             last_echo: Time::ZERO,
+            last_arrival: Time::ZERO,
             last_rate: RateStamp::NONE,
             last_queue_delay_ns: 0,
             completed: false,
@@ -65,6 +68,7 @@ impl TcpReceiver {
         }
         let ce = p.ecn == Ecn::Ce;
         self.last_echo = p.sent_at;
+        self.last_arrival = cx.now();
         self.last_rate = p.rate;
         self.last_queue_delay_ns = p.queue_delay_ns;
         if !self.delayed_ack || !in_order || !self.ooo.is_empty() || self.completed {
@@ -92,7 +96,7 @@ impl TcpReceiver {
         cx.send(Packet {
             seq: 0,
             ack: self.rcv_nxt,
-            sent_at: cx.now(),
+            sent_at: self.last_arrival,
             echo: self.last_echo,
             rate: self.last_rate,
             queue_delay_ns: self.last_queue_delay_ns,

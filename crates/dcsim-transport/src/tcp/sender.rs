@@ -225,6 +225,7 @@ impl TcpSender {
                     .queue_delay
                     .then(|| Dur::from_ns(u64::from(p.queue_delay_ns))),
                 rate_echo: p.rate.rate(),
+                data_arrival: Some(p.sent_at),
             };
             self.cc.on_ack(&sample);
             if self.snd_una >= cx.shared.limit_bytes {
