@@ -34,6 +34,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         include_str!("../../../scenarios/dx-dumbbell.toml"),
     ),
     (
+        "rcp-dumbbell.toml",
+        include_str!("../../../scenarios/rcp-dumbbell.toml"),
+    ),
+    (
         "websearch-star.toml",
         include_str!("../../../scenarios/websearch-star.toml"),
     ),

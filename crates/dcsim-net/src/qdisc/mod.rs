@@ -11,11 +11,14 @@
 //! | `ecn` | `ecn.rs` | drop-tail plus DCTCP-style marking when the instantaneous queue ≥ K |
 //! | `red` | `red.rs` | Floyd–Jacobson RED: EWMA average, linear ramp, count spacing, gentle, mark or drop |
 //! | `prio` | `prio.rs` | strict priority of control packets over an inner discipline |
+//! | `credit-shaper` | `credit.rs` | ExpressPass: credits behind a token bucket, ahead of an inner discipline |
+//! | `rcp` | `rcp.rs` | RCP router: a rate per interval from spare capacity and queue, stamped into data |
 
 mod credit;
 mod droptail;
 mod ecn;
 mod prio;
+mod rcp;
 mod red;
 
 use core::fmt;
@@ -32,6 +35,7 @@ pub use credit::{CreditShaper, CreditShaperConfig};
 pub use droptail::{DropTail, DropTailConfig};
 pub use ecn::{EcnConfig, EcnThreshold};
 pub use prio::{Prio, PrioConfig};
+pub use rcp::{RcpRouter, RcpRouterConfig};
 pub use red::{Red, RedConfig};
 
 use crate::{Class, Ecn, PacketId, PacketPool};
@@ -322,13 +326,17 @@ bitflags::bitflags! {
     pub struct PortFeatures: u32 {
         /// Credits are rate-limited to their share of the link (ExpressPass).
         const CREDIT_SHAPING = 1;
+        /// Data packets leave with a rate stamp computed by the port (RCP).
+        const RATE_STAMPING = 2;
     }
 }
 
 impl PortFeatures {
     /// What each feature is called in messages, and a discipline that provides it.
-    pub const DESCRIPTIONS: &'static [(Self, &'static str, &'static str)] =
-        &[(Self::CREDIT_SHAPING, "credit shaping", "credit-shaper")];
+    pub const DESCRIPTIONS: &'static [(Self, &'static str, &'static str)] = &[
+        (Self::CREDIT_SHAPING, "credit shaping", "credit-shaper"),
+        (Self::RATE_STAMPING, "rate stamping", "rcp"),
+    ];
 }
 
 /// What building a port's discipline may use.
@@ -462,6 +470,8 @@ disciplines! {
     Prio(Box<Prio>),
     /// See [`CreditShaper`].
     Credit(Box<CreditShaper>),
+    /// See [`RcpRouter`].
+    Rcp(Box<RcpRouter>),
 }
 
 /// Checks that a buffer or threshold is not zero.
@@ -511,6 +521,10 @@ mod tests {
             QdiscSpec::Credit(CreditShaperConfig {
                 inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
                 ..CreditShaperConfig::default()
+            }),
+            QdiscSpec::Rcp(RcpRouterConfig {
+                inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
+                ..RcpRouterConfig::default()
             }),
             QdiscSpec::Prio(PrioConfig {
                 control_buffer: Amount::Packets(4),

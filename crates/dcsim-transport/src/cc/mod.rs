@@ -9,6 +9,7 @@
 
 mod dctcp;
 mod dx;
+mod rcp;
 mod reno;
 
 use core::fmt;
@@ -24,6 +25,7 @@ use crate::endpoint::Needs;
 
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use dx::{Dx, DxConfig, Estimator, Measurement, Normalizer, Timestamps};
+pub use rcp::{Rcp, RcpConfig};
 pub use reno::{Reno, RenoCore};
 
 /// Everything a controller may learn from one ACK that acknowledged new data. New fields
@@ -249,6 +251,8 @@ controllers! {
     Dctcp(Dctcp),
     /// DX (Lee et al., USENIX ATC'15): latency feedback.
     Dx(Dx),
+    /// RCP (Dukkipati, McKeown, CCR 2006): the rate the switches offer.
+    Rcp(Rcp),
 }
 
 impl Default for CcSpec {
