@@ -1,0 +1,364 @@
+//! [`ScenarioSpec::build`]: resolves presets and checks every value and cross-reference of a
+//! parsed scenario, naming the key path of any problem.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use dcsim_engine::{Dur, Time};
+use dcsim_net::qdisc::PortFeatures;
+use dcsim_net::{Graph, HostId, TopologySpec};
+use dcsim_transport::{FlowSpec, TransportSpec};
+
+use super::{ConfigError, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams};
+
+impl ScenarioSpec {
+    /// Resolves presets and defaults and checks every cross-reference. Errors name the key
+    /// path.
+    pub fn build(&self, source: &str) -> Result<Scenario, ConfigError> {
+        let err = |message: String| ConfigError {
+            source: source.to_string(),
+            message,
+        };
+        let mut spec = self.clone();
+        let graph = resolve_network(&mut spec).map_err(err)?;
+        let transports = resolve_transports(&mut spec).map_err(err)?;
+        let flows = explicit_flows(&spec, graph.hosts.len() as u32, &transports).map_err(err)?;
+        let generators = spec
+            .generators
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let at = format!("generators[{i}]");
+                Ok((g.pattern.clone(), transports.pick(&g.transport, &at)?))
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(err)?;
+        check_sim_times(&spec.sim, &flows).map_err(err)?;
+        check_output(&spec, &graph, flows.len()).map_err(err)?;
+        let source_params =
+            source_params(&graph, &spec.topology, spec.sim.seed, spec.base_dir.clone());
+        let name = spec.name.clone().unwrap_or_else(|| "scenario".into());
+        let scenario = Scenario {
+            spec,
+            name,
+            graph,
+            flows,
+            generators,
+            transports: transports.specs,
+            source_params,
+        };
+        // Build every source once: it checks the pattern against the network (hosts in
+        // range, files readable, load definitions complete) before anything runs.
+        for (i, (s, _)) in scenario.sources()?.iter().enumerate() {
+            if scenario.spec.sim.duration.is_none()
+                && s.peek()
+                    .is_some_and(|f| f.size_bytes.is_none() && f.stop.is_none())
+            {
+                return Err(err(format!(
+                    "sim.duration: required, because generators[{i}] makes long-lived flows \
+                     (size \"inf\" without a stop time)"
+                )));
+            }
+        }
+        Ok(scenario)
+    }
+}
+
+/// The port number of label `node->peer` in `graph` (ports are numbered two per link in
+/// link order: `a->b` then `b->a`).
+pub fn port_by_label(graph: &Graph, label: &str) -> Option<usize> {
+    let (a, b) = label.split_once("->")?;
+    graph.links.iter().enumerate().find_map(|(i, l)| {
+        let (na, nb) = (&graph.nodes[l.a].name, &graph.nodes[l.b].name);
+        if na == a && nb == b {
+            Some(2 * i)
+        } else if na == b && nb == a {
+            Some(2 * i + 1)
+        } else {
+            None
+        }
+    })
+}
+
+/// The scenario's transports in index order (the default first, then the named ones in
+/// name order), and the index of each name.
+struct Transports {
+    specs: Vec<TransportSpec>,
+    index_of: BTreeMap<String, u32>,
+}
+
+impl Transports {
+    /// The index of the transport `name` (the default one when `None`) that the entry at key
+    /// path `at` asks for.
+    fn pick(&self, name: &Option<String>, at: &str) -> Result<u32, String> {
+        match name {
+            None => Ok(0),
+            Some(n) => self.index_of.get(n).copied().ok_or_else(|| {
+                let known: Vec<&str> = self.index_of.keys().map(String::as_str).collect();
+                format!(
+                    "{at}.transport: no transport named {n:?} in [transports] (defined: {known:?})"
+                )
+            }),
+        }
+    }
+}
+
+/// Resolves the topology preset into `spec`, builds the graph, and checks its link rates
+/// and the queue disciplines.
+fn resolve_network(spec: &mut ScenarioSpec) -> Result<Graph, String> {
+    spec.topology = spec
+        .topology
+        .resolve()
+        .map_err(|e| format!("topology.{e}"))?;
+    let graph = spec.topology.build().map_err(|e| format!("topology.{e}"))?;
+    if let Some(l) = graph.links.iter().find(|l| l.rate.bps() == 0) {
+        return Err(format!(
+            "topology: the link {} -- {} has rate 0; rates must be greater than zero",
+            graph.nodes[l.a].name, graph.nodes[l.b].name
+        ));
+    }
+    spec.queue.validate().map_err(|e| format!("queue.{e}"))?;
+    spec.nic.validate().map_err(|e| format!("nic.{e}"))?;
+    Ok(graph)
+}
+
+/// Checks the default and the named transports, resolves them into `spec`, numbers them,
+/// and checks what each needs of the network.
+fn resolve_transports(spec: &mut ScenarioSpec) -> Result<Transports, String> {
+    spec.transport
+        .validate()
+        .map_err(|e| format!("transport.{e}"))?;
+    spec.transport = spec.transport.resolved();
+    for t in spec.transports.values_mut() {
+        *t = t.resolved();
+    }
+    let mut specs = vec![spec.transport.clone()];
+    let mut index_of = BTreeMap::new();
+    for (name, t) in &spec.transports {
+        t.validate().map_err(|e| format!("transports.{name}.{e}"))?;
+        index_of.insert(name.clone(), specs.len() as u32);
+        specs.push(t.clone());
+    }
+    for t in &specs {
+        check_needs(t, spec)?;
+    }
+    Ok(Transports { specs, index_of })
+}
+
+/// Checks what transport `t` needs of the network against the scenario's routing and
+/// queue disciplines; the error names the key to change.
+fn check_needs(t: &TransportSpec, spec: &ScenarioSpec) -> Result<(), String> {
+    let needs = t.needs();
+    let name = t.name();
+    if let Some(why) = needs.symmetric_routes
+        && spec.routing.mode != dcsim_net::RoutingMode::SymmetricEcmp
+    {
+        return Err(format!(
+            "routing.mode: {name} needs \"symmetric-ecmp\" ({why})"
+        ));
+    }
+    for (key, ports, need) in [
+        ("queue", "switch ports", needs.switch_ports),
+        ("nic", "host NICs", needs.nics),
+    ] {
+        let Some((wanted, why)) = need else { continue };
+        let q = if key == "queue" {
+            &spec.queue
+        } else {
+            &spec.nic
+        };
+        let missing = wanted.difference(q.features());
+        if let Some((_, what, kind)) = PortFeatures::DESCRIPTIONS
+            .iter()
+            .find(|(f, _, _)| missing.contains(*f))
+        {
+            return Err(format!(
+                "{key}.kind: {name} needs {what} on {ports}, such as \"{kind}\" ({why})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The explicit flows of `spec`, in flow-number order, with their hosts (of `hosts` in the
+/// topology), times and transports checked.
+fn explicit_flows(
+    spec: &ScenarioSpec,
+    hosts: u32,
+    transports: &Transports,
+) -> Result<Vec<FlowSpec>, String> {
+    let host = |h: u32, at: String| -> Result<HostId, String> {
+        if h < hosts {
+            Ok(HostId(h))
+        } else {
+            Err(format!(
+                "{at}: host {h} is out of range (the topology has {hosts} hosts, 0..{})",
+                hosts - 1
+            ))
+        }
+    };
+    let mut flows = Vec::new();
+    for (i, f) in spec.flows.iter().enumerate() {
+        let at = format!("flows[{i}]");
+        let (src, dst) = (
+            host(f.src, format!("{at}.src"))?,
+            host(f.dst, format!("{at}.dst"))?,
+        );
+        if src == dst {
+            return Err(format!(
+                "{at}.dst: a flow cannot go from host {} to itself",
+                f.src
+            ));
+        }
+        if let Some(stop) = f.stop
+            && stop < f.start
+        {
+            return Err(format!("{at}.stop: {stop} is before the start {}", f.start));
+        }
+        flows.push(FlowSpec {
+            src,
+            dst,
+            size_bytes: f.size.0,
+            start: Time::from_dur(f.start),
+            stop: f.stop.map(Time::from_dur),
+            transport: transports.pick(&f.transport, &at)?,
+        });
+    }
+    Ok(flows)
+}
+
+/// Checks the run's times: a duration wherever one of the explicit `flows` would never
+/// finish, and a warmup and cooldown that leave time to measure.
+fn check_sim_times(sim: &SimSpec, flows: &[FlowSpec]) -> Result<(), String> {
+    if sim.duration.is_none()
+        && let Some(i) = flows
+            .iter()
+            .position(|f| f.size_bytes.is_none() && f.stop.is_none())
+    {
+        return Err(format!(
+            "sim.duration: required, because flow {i} is long-lived (size \"inf\" without a \
+             stop time) and would never finish"
+        ));
+    }
+    if let Some(d) = sim.duration {
+        if d == Dur::ZERO {
+            return Err("sim.duration: must be greater than zero".into());
+        }
+        if sim.warmup >= d {
+            return Err(format!(
+                "sim.warmup: {} is not before the end of the run ({d})",
+                sim.warmup
+            ));
+        }
+        if sim.cooldown.as_ps() > 0
+            && sim.warmup.as_ps().saturating_add(sim.cooldown.as_ps()) >= d.as_ps()
+        {
+            return Err(format!(
+                "sim.cooldown: warmup {} plus cooldown {} leave no time to measure in a run of \
+                 {d}",
+                sim.warmup, sim.cooldown
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `[output]` against the network and the number of explicit flows.
+fn check_output(spec: &ScenarioSpec, graph: &Graph, flows: usize) -> Result<(), String> {
+    let Some(ts) = &spec.output.timeseries else {
+        return Ok(());
+    };
+    if ts.every == Dur::ZERO {
+        return Err("output.timeseries.every: must be greater than zero".into());
+    }
+    if let FlowSelection::List(l) = &ts.flows
+        && spec.generators.is_empty()
+        && let Some(&bad) = l.iter().find(|&&f| f as usize >= flows)
+    {
+        return Err(format!(
+            "output.timeseries.flows: flow {bad} does not exist ({flows} flows)"
+        ));
+    }
+    for p in &ts.ports {
+        if p != "switches" && port_by_label(graph, p).is_none() {
+            return Err(format!(
+                "output.timeseries.ports: no port {p:?} (labels are \"node->peer\", e.g. \"{}\")",
+                example_label(graph)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Network facts the traffic patterns use, read off the graph.
+fn source_params(
+    graph: &Graph,
+    topo: &TopologySpec,
+    seed: u64,
+    base_dir: Option<PathBuf>,
+) -> SourceParams {
+    let tier = |n: usize| graph.nodes[n].tier;
+    let host_link = graph
+        .hosts
+        .first()
+        .and_then(|&h| graph.links.iter().find(|l| l.a == h || l.b == h))
+        .map(|l| l.rate);
+    let is_tor = |t: &str| t == "tor" || t == "leaf";
+    let uplinks: u64 = graph
+        .links
+        .iter()
+        .filter(|l| {
+            let (a, b) = (tier(l.a), tier(l.b));
+            (is_tor(a) && b != "host" && !is_tor(b)) || (is_tor(b) && a != "host" && !is_tor(a))
+        })
+        .map(|l| l.rate.bps())
+        .sum();
+    let hosts_per_rack = match topo {
+        TopologySpec::FatTree(f) => f.hosts_per_tor,
+        TopologySpec::LeafSpine(l) => l.hosts_per_leaf,
+        TopologySpec::Star(s) => s.hosts,
+        _ => None,
+    };
+    SourceParams {
+        hosts: graph.hosts.len() as u32,
+        seed,
+        host_link,
+        hosts_per_rack,
+        tor_uplink_capacity: (uplinks > 0).then_some(dcsim_engine::Rate::from_bps(uplinks)),
+        base_dir,
+    }
+}
+
+/// An example port label of `g` (the last link's `a->b`), for error messages.
+fn example_label(g: &Graph) -> String {
+    g.links
+        .last()
+        .map(|l| format!("{}->{}", g.nodes[l.a].name, g.nodes[l.b].name))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::tests::{BASE, build};
+
+    #[test]
+    fn build_errors_name_key_path() {
+        let e = build(&BASE.replace("dst = 2", "dst = 9"), &[]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("flows[0].dst: host 9 is out of range"),
+            "{e}"
+        );
+        let e = build(&BASE.replace("duration = \"10ms\"", ""), &[]).unwrap_err();
+        assert!(e.message.starts_with("sim.duration: required"), "{e}");
+        let e = build(
+            &BASE.replace(
+                "pairs = 2",
+                "pairs = 2\nhost_link = { rate = \"0Gbps\", delay = \"1us\" }",
+            ),
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.message.contains("rate"), "{e}");
+    }
+}

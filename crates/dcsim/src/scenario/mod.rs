@@ -1,0 +1,250 @@
+//! Scenario files: TOML in, a validated, fully resolved [`Scenario`] out.
+//!
+//! Parse, don't validate: the raw TOML goes through serde into [`ScenarioSpec`] (unknown
+//! keys and malformed units are rejected there, with file, line and column), `--set`
+//! overrides are applied to the document first, and [`ScenarioSpec::build`] resolves
+//! presets and checks everything else, naming the key path of any problem. After `build`
+//! nothing is checked again.
+
+mod build;
+mod set;
+mod spec;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use dcsim_engine::{ByteSize, RngTree};
+use dcsim_net::Graph;
+use dcsim_transport::{FlowSpec, TransportSpec};
+use dcsim_workload::{FlowSource, GeneratorSpec, SourceCx};
+
+pub use build::port_by_label;
+pub use spec::{
+    FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
+    ScenarioSpec, SimSpec, TimeseriesSpec, default_nic, default_queue,
+};
+
+/// A scenario that cannot be loaded or built: one message that names where the problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The scenario file (or other source).
+    pub source: String,
+    /// What is wrong and where (line and column, or key path).
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.source, self.message.trim_end())
+    }
+}
+impl std::error::Error for ConfigError {}
+
+/// A validated, fully resolved scenario, ready to run.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The spec with every default and preset filled in (what `dcsim show` prints).
+    pub spec: ScenarioSpec,
+    /// The scenario's name.
+    pub name: String,
+    /// The topology graph.
+    pub graph: Graph,
+    /// The explicit flows, in flow-number order. Generators' flows are created lazily as
+    /// the run reaches their start times, and numbered after these in creation order.
+    pub flows: Vec<FlowSpec>,
+    /// Traffic patterns with the index of their transport.
+    pub generators: Vec<(GeneratorSpec, u32)>,
+    /// Transports; flows refer to them by index.
+    pub transports: Vec<TransportSpec>,
+    /// What generators need to know about the network.
+    pub source_params: SourceParams,
+}
+
+/// What traffic patterns need to know about the network and the run.
+#[derive(Clone, Debug, Default)]
+pub struct SourceParams {
+    /// Hosts in the topology.
+    pub hosts: u32,
+    /// Master seed.
+    pub seed: u64,
+    /// Rate of host 0's link (load definitions relative to host links).
+    pub host_link: Option<dcsim_engine::Rate>,
+    /// Hosts per rack, when hosts sit in equal consecutive racks.
+    pub hosts_per_rack: Option<u32>,
+    /// Sum of the rates of every ToR (leaf) uplink.
+    pub tor_uplink_capacity: Option<dcsim_engine::Rate>,
+    /// Directory of the scenario file.
+    pub base_dir: Option<PathBuf>,
+}
+
+impl Scenario {
+    /// Builds the lazy flow sources of the generators, with their transport indexes.
+    pub fn sources(&self) -> Result<Vec<(FlowSource, u32)>, ConfigError> {
+        let p = &self.source_params;
+        let rng = RngTree::new(p.seed);
+        self.generators
+            .iter()
+            .enumerate()
+            .map(|(i, (g, t))| {
+                let cx = SourceCx {
+                    hosts: p.hosts,
+                    rng: &rng,
+                    index: i as u64,
+                    host_link: p.host_link,
+                    hosts_per_rack: p.hosts_per_rack,
+                    tor_uplink_capacity: p.tor_uplink_capacity,
+                    base_dir: p.base_dir.as_deref(),
+                };
+                g.source(&cx).map(|s| (s, *t)).map_err(|e| ConfigError {
+                    source: self.name.clone(),
+                    message: format!("generators[{i}].pattern.{e}"),
+                })
+            })
+            .collect()
+    }
+
+    /// The resolved scenario as TOML (what `dcsim show` prints).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&self.spec)
+            .unwrap_or_else(|e| format!("# cannot print the scenario: {e}\n"))
+    }
+    /// Wire size hint used in summaries: a full data packet of the default transport.
+    pub fn full_packet_bytes(&self) -> ByteSize {
+        ByteSize(u64::from(
+            self.transports[0].packet_format().full_wire_bytes,
+        ))
+    }
+}
+
+impl ScenarioSpec {
+    /// Reads a scenario file, applies `--set path=value` overrides, and parses it.
+    pub fn load(path: &Path, sets: &[String]) -> Result<Self, ConfigError> {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            source: source.clone(),
+            message: format!("cannot read the file: {e}"),
+        })?;
+        let mut spec = Self::parse(&text, &source, sets)?;
+        spec.base_dir = path.parent().map(Path::to_path_buf);
+        if spec.name.is_none() {
+            spec.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        }
+        Ok(spec)
+    }
+
+    /// Parses scenario text; `source` names it in errors.
+    pub fn parse(text: &str, source: &str, sets: &[String]) -> Result<Self, ConfigError> {
+        let err = |message: String| ConfigError {
+            source: source.to_string(),
+            message,
+        };
+        let text = if sets.is_empty() {
+            text.to_string()
+        } else {
+            let mut doc: toml_edit::DocumentMut = text
+                .parse()
+                .map_err(|e: toml_edit::TomlError| err(e.to_string()))?;
+            for s in sets {
+                set::apply_set(&mut doc, s).map_err(|m| err(format!("--set {s}: {m}")))?;
+            }
+            doc.to_string()
+        };
+        let spec: Self = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        if spec.schema_version != SCHEMA_VERSION {
+            return Err(err(format!(
+                "schema_version: this dcsim reads version {SCHEMA_VERSION}, the file says {}",
+                spec.schema_version
+            )));
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small scenario that tests change one key at a time.
+    pub(super) const BASE: &str = r#"
+[sim]
+duration = "10ms"
+[topology]
+kind = "dumbbell"
+pairs = 2
+[[flows]]
+src = 0
+dst = 2
+"#;
+
+    /// Parses `text` with the `--set` overrides `sets` and builds it.
+    pub(super) fn build(text: &str, sets: &[&str]) -> Result<Scenario, ConfigError> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        ScenarioSpec::parse(text, "t.toml", &sets)?.build("t.toml")
+    }
+
+    #[test]
+    fn defaults_resolve_and_print() {
+        let s = build(BASE, &[]).unwrap();
+        assert_eq!(s.graph.hosts.len(), 4);
+        assert_eq!(s.flows.len(), 1);
+        assert!(s.to_toml().contains("bottleneck"), "{}", s.to_toml());
+    }
+
+    /// What `dcsim show` prints is a scenario that resolves to itself, for every example
+    /// and validation scenario and for a time series that names no flows (whose default
+    /// once could not be printed).
+    #[test]
+    fn show_output_round_trips() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files: Vec<_> = ["scenarios", "validation"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 8, "{files:?}");
+        let mut shown: Vec<(String, String)> = files
+            .iter()
+            .map(|p| {
+                let name = p.display().to_string();
+                let s = ScenarioSpec::load(p, &[]).and_then(|s| s.build(&name));
+                (name, s.unwrap().to_toml())
+            })
+            .collect();
+        let ports_only =
+            format!("{BASE}[output.timeseries]\nevery = \"1ms\"\nports = [\"left->right\"]\n");
+        shown.push((
+            "ports only".into(),
+            build(&ports_only, &[]).unwrap().to_toml(),
+        ));
+        for (name, text) in shown {
+            assert!(!text.starts_with("# cannot"), "{name}: {text}");
+            let again = build(&text, &[]).unwrap().to_toml();
+            assert_eq!(text, again, "{name}");
+        }
+    }
+
+    #[test]
+    fn parse_errors_name_line_and_column() {
+        let e = build(&BASE.replace("pairs = 2", "pairs = 2\nbogus = 1"), &[]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("t.toml: ") && e.message.contains("bogus"),
+            "{e}"
+        );
+        let e = build(
+            &BASE.replace(
+                "kind = \"dumbbell\"",
+                "kind = \"dumbbell\"\nbottleneck = { rate = \"10Gbs\", delay = \"1us\" }",
+            ),
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("line") && e.message.contains("Gbs"),
+            "{e}"
+        );
+        let e = build(&BASE.replace("dst = 2", "dst = 2\nsize = \"-5MB\""), &[]).unwrap_err();
+        assert!(e.message.contains("negative"), "{e}");
+    }
+}

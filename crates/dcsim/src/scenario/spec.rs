@@ -1,0 +1,195 @@
+//! The scenario schema: the serde types a scenario file is read into, and their defaults.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use dcsim_engine::Dur;
+use dcsim_net::qdisc::{Amount, DropTailConfig, EcnConfig, QdiscSpec};
+use dcsim_net::{RoutingSpec, TopologySpec};
+use dcsim_transport::TransportSpec;
+use dcsim_workload::{FlowSize, GeneratorSpec};
+use serde::{Deserialize, Serialize};
+
+/// The scenario schema version this build reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A scenario file, as written (defaults filled by serde; presets not yet resolved).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    /// Schema version (1).
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
+    /// Name used in results (default: the file name without extension).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// One-line description (shown by `dcsim list`).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Run settings.
+    #[serde(default)]
+    pub sim: SimSpec,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Equal-cost path selection.
+    #[serde(default)]
+    pub routing: RoutingSpec,
+    /// Queue discipline of every switch port.
+    #[serde(default = "default_queue")]
+    pub queue: QdiscSpec,
+    /// Queue discipline of every host NIC.
+    #[serde(default = "default_nic")]
+    pub nic: QdiscSpec,
+    /// The default transport of flows and generators.
+    #[serde(default)]
+    pub transport: TransportSpec,
+    /// Named extra transports (`transport = "name"` in a flow or generator).
+    #[serde(default)]
+    pub transports: BTreeMap<String, TransportSpec>,
+    /// Explicit flows.
+    #[serde(default)]
+    pub flows: Vec<FlowEntry>,
+    /// Traffic patterns.
+    #[serde(default)]
+    pub generators: Vec<GeneratorEntry>,
+    /// What to record besides flows.csv, ports.csv and summary.json.
+    #[serde(default)]
+    pub output: OutputSpec,
+    /// Directory of the scenario file (relative CDF and trace paths start there).
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+}
+
+fn schema_version() -> u32 {
+    SCHEMA_VERSION
+}
+
+/// The default switch queue: the DCTCP 10 Gb/s setting used by the ExpressPass authors'
+/// baselines (250-packet buffers, K = 65 packets). Packets that are not ECN-capable see a
+/// plain drop-tail queue.
+pub fn default_queue() -> QdiscSpec {
+    QdiscSpec::Ecn(EcnConfig {
+        buffer: Amount::Bytes(250 * 1538),
+        mark_threshold: Amount::Packets(65),
+    })
+}
+
+/// The default NIC queue: drop-tail, 1000 full frames (the ExpressPass fat-tree script's
+/// host buffer).
+pub fn default_nic() -> QdiscSpec {
+    QdiscSpec::DropTail(DropTailConfig {
+        buffer: Amount::Bytes(1000 * 1538),
+    })
+}
+
+/// Run settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SimSpec {
+    /// Simulated time to run. Without it the run continues until every flow is done and
+    /// the network is empty (a drained run); long-lived flows then need it.
+    #[serde(default)]
+    pub duration: Option<Dur>,
+    /// Master seed (default 0). Every component draws from its own stream of it.
+    #[serde(default)]
+    pub seed: u64,
+    /// Start of the measurement window (default 0): port counters, goodput and fairness
+    /// count from here, and flows that start before it are left out of FCT statistics.
+    #[serde(default)]
+    pub warmup: Dur,
+    /// Flows that start within this time of the end of arrivals (`duration`, or in a
+    /// drained run the last flow's start) are left out of FCT statistics (default 0): they
+    /// meet a network that is already emptying.
+    #[serde(default)]
+    pub cooldown: Dur,
+}
+
+/// One explicit flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowEntry {
+    /// Sending host.
+    pub src: u32,
+    /// Receiving host.
+    pub dst: u32,
+    /// Bytes to deliver, or `"inf"` (default) for a long-lived flow.
+    #[serde(default)]
+    pub size: FlowSize,
+    /// Start time (default 0).
+    #[serde(default)]
+    pub start: Dur,
+    /// No new data after this time.
+    #[serde(default)]
+    pub stop: Option<Dur>,
+    /// Name of a transport in `[transports]` (default: `[transport]`).
+    #[serde(default)]
+    pub transport: Option<String>,
+}
+
+/// A traffic pattern plus the transport its flows use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorEntry {
+    /// The pattern.
+    pub pattern: GeneratorSpec,
+    /// Name of a transport in `[transports]` (default: `[transport]`).
+    #[serde(default)]
+    pub transport: Option<String>,
+}
+
+/// Optional outputs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Periodic samples written to `timeseries.csv`.
+    #[serde(default)]
+    pub timeseries: Option<TimeseriesSpec>,
+}
+
+/// Periodic sampling.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeseriesSpec {
+    /// Sampling interval.
+    pub every: Dur,
+    /// Flows whose goodput (and window) to sample: `"all"` or a list of flow numbers.
+    #[serde(default)]
+    pub flows: FlowSelection,
+    /// Also sample the congestion window (and DCTCP α) of the selected flows.
+    #[serde(default)]
+    pub cwnd: bool,
+    /// Ports whose queue to sample, by label `"node->peer"` (see ports.csv), or
+    /// `"switches"` for every switch port.
+    #[serde(default)]
+    pub ports: Vec<String>,
+}
+
+/// Which flows to sample.
+///
+/// The default is `"none"`, a keyword, so that `dcsim show` can print it (a variant that
+/// serde skips could not be printed: `dcsim show` failed on any scenario sampling ports
+/// without naming `flows`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FlowSelection {
+    /// `"all"` or `"none"`.
+    Keyword(FlowKeyword),
+    /// Flow numbers.
+    List(Vec<u32>),
+}
+
+impl Default for FlowSelection {
+    fn default() -> Self {
+        Self::Keyword(FlowKeyword::None)
+    }
+}
+
+/// Keywords for [`FlowSelection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlowKeyword {
+    /// Every flow.
+    All,
+    /// No flow.
+    None,
+}
