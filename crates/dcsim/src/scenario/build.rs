@@ -149,7 +149,7 @@ fn resolve_transports(spec: &mut ScenarioSpec) -> Result<Transports, String> {
 /// queue disciplines; the error names the key to change.
 fn check_needs(t: &TransportSpec, spec: &ScenarioSpec) -> Result<(), String> {
     let needs = t.needs();
-    let name = t.name();
+    let name = t.label();
     if let Some(why) = needs.symmetric_routes
         && spec.routing.mode != dcsim_net::RoutingMode::SymmetricEcmp
     {
@@ -340,6 +340,45 @@ fn example_label(g: &Graph) -> String {
 #[cfg(test)]
 mod tests {
     use crate::scenario::tests::{BASE, build};
+
+    /// A transport's needs are checked against the scenario: RCP senders need RCP routers,
+    /// ExpressPass needs symmetric routes and credit shaping; the message names the key,
+    /// the protocol, what it needs and a discipline that provides it.
+    #[test]
+    fn protocol_needs_are_checked_by_key() {
+        let rcp = BASE.replace(
+            "[[flows]]",
+            "[transport]\nkind = \"tcp\"\ncc = \"rcp\"\n[[flows]]",
+        );
+        let e = build(&rcp, &[]).unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "queue.kind: rcp needs rate stamping on switch ports, such as \"rcp\""
+            ),
+            "{e}"
+        );
+        assert!(build(&rcp, &["queue={kind=\"rcp\"}"]).is_ok());
+        let xp = BASE.replace(
+            "[[flows]]",
+            "[transport]\nkind = \"expresspass\"\n[[flows]]",
+        );
+        let e = build(
+            &xp,
+            &["queue={kind=\"credit-shaper\"}", "routing.mode=ecmp"],
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("routing.mode: expresspass needs \"symmetric-ecmp\""),
+            "{e}"
+        );
+        let e = build(&xp, &[]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("queue.kind: expresspass needs credit shaping"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn build_errors_name_key_path() {
