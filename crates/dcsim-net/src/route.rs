@@ -18,10 +18,10 @@
 use std::collections::HashMap;
 use std::collections::VecDeque;
 
-use dcsim_engine::splitmix;
+use dcsim_engine::{Dur, Rate, splitmix};
 use serde::{Deserialize, Serialize};
 
-use crate::PortId;
+use crate::{HostId, Network, NodeKind, PortId};
 
 dcsim_engine::define_id!(
     /// An interned route: the offset of its first port in the route table.
@@ -56,6 +56,76 @@ pub struct RoutingSpec {
     /// Salt of the ECMP hash: changing it re-rolls every flow's path (default 0).
     #[serde(default)]
     pub salt: u64,
+}
+
+impl Network {
+    /// The ports of `route`, from the source NIC onward.
+    pub fn path(&self, route: RouteId) -> &[PortId] {
+        self.routes.path(route)
+    }
+
+    /// Routes for a flow from `src` to `dst` with ECMP key `flow_key`: (forward, reverse).
+    /// With spraying both are [`RouteId::NONE`] and packets are forwarded hop by hop; use
+    /// [`Network::ecmp_route`] for a representative path.
+    pub fn flow_routes(&mut self, flow_key: u64, src: HostId, dst: HostId) -> (RouteId, RouteId) {
+        match self.mode {
+            RoutingMode::Spray => (RouteId::NONE, RouteId::NONE),
+            RoutingMode::SymmetricEcmp => {
+                let fwd = self.ecmp_route(flow_key, src, dst);
+                let rev: Vec<PortId> = self
+                    .routes
+                    .path(fwd)
+                    .iter()
+                    .rev()
+                    .map(|p| self.ports[p.index()].reverse)
+                    .collect();
+                (fwd, self.routes.intern(&rev))
+            }
+            RoutingMode::Ecmp => {
+                let fwd = self.ecmp_route(flow_key, src, dst);
+                (
+                    fwd,
+                    self.ecmp_route(splitmix(flow_key ^ 0x0072_6576_6572_7365), dst, src),
+                )
+            }
+        }
+    }
+
+    /// Whether `rev` crosses exactly the links of `fwd`, in reverse order and direction.
+    pub fn is_reverse(&self, fwd: RouteId, rev: RouteId) -> bool {
+        if fwd == RouteId::NONE || rev == RouteId::NONE {
+            return false;
+        }
+        let (f, r) = (self.routes.path(fwd), self.routes.path(rev));
+        f.len() == r.len()
+            && f.iter()
+                .zip(r.iter().rev())
+                .all(|(a, b)| self.ports[a.index()].reverse == *b)
+    }
+
+    /// The per-flow ECMP route from `src` to `dst` for key `flow_key`.
+    pub fn ecmp_route(&mut self, flow_key: u64, src: HostId, dst: HostId) -> RouteId {
+        let key = splitmix(flow_key ^ splitmix(self.salt));
+        let mut path = vec![self.nic[src.index()]];
+        let target = self.nodes[self.hosts[dst.index()].index()].edge as usize;
+        let mut at = self.ports[self.nic[src.index()].index()].peer_node.index();
+        while self.nodes[at].edge as usize != target || self.nodes[at].kind != NodeKind::Switch {
+            let hops = self.fib.next_hops(at, target);
+            let p = hops[ecmp_pick(key, at, hops.len())];
+            path.push(p);
+            at = self.ports[p.index()].peer_node.index();
+        }
+        path.push(self.down[dst.index()]);
+        self.routes.intern(&path)
+    }
+
+    /// Rate and delay of each link along `route` (for ideal completion times).
+    pub fn path_links(&self, route: RouteId) -> impl Iterator<Item = (Rate, Dur)> + '_ {
+        self.routes
+            .path(route)
+            .iter()
+            .map(|p| (self.ports[p.index()].rate, self.ports[p.index()].delay))
+    }
 }
 
 /// Interned routes in one flat array. A route is stored as its length followed by its
@@ -175,4 +245,33 @@ impl Fib {
 #[inline]
 pub(crate) fn ecmp_pick(key: u64, node: usize, fanout: usize) -> usize {
     (splitmix(key ^ splitmix(node as u64 + 1)) % fanout as u64) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::network::tests::net;
+    use crate::topo::FatTreeSpec;
+    use crate::{HostId, RoutingMode, TopologySpec};
+
+    #[test]
+    fn symmetric_routes_reverse_the_forward_links_in_a_fat_tree() {
+        let mut n = net(
+            TopologySpec::FatTree(FatTreeSpec::default()),
+            RoutingMode::SymmetricEcmp,
+        );
+        let mut cores_used = std::collections::BTreeSet::new();
+        for f in 0..200u64 {
+            let (src, dst) = (HostId(0), HostId(191));
+            let (fwd, rev) = n.flow_routes(f, src, dst);
+            let fp = n.path(fwd).to_vec();
+            let rp = n.path(rev).to_vec();
+            assert_eq!(fp.len(), 6, "inter-pod path crosses 6 links");
+            for (a, b) in fp.iter().zip(rp.iter().rev()) {
+                assert_eq!(n.port(*a).reverse, *b);
+            }
+            cores_used.insert(n.port(fp[2]).peer_node());
+        }
+        // ECMP spreads 200 flows over all 8 cores.
+        assert_eq!(cores_used.len(), 8);
+    }
 }

@@ -1,0 +1,266 @@
+//! The network as a whole: the [`Network`] that owns every node, port and route, how it is
+//! built from a topology [`Graph`], and its accessors.
+
+use dcsim_engine::{Rate, RngTree, Time};
+
+use crate::qdisc::{self, Qdisc};
+use crate::route::{Fib, RouteTable};
+use crate::{
+    DEFAULT_TX_BUDGET_BYTES, Graph, HostId, NodeId, NodeKind, PacketPool, Port, PortId, PortInfo,
+    RoutingMode, RoutingSpec, Telemetry,
+};
+
+/// A host or switch, as the network keeps it.
+pub(crate) struct Node {
+    name: String,
+    pub(crate) kind: NodeKind,
+    tier: &'static str,
+    /// For hosts: the edge switch index; for switches that have hosts: their edge index.
+    pub(crate) edge: u32,
+}
+
+/// The built network: nodes, ports, routes. Owned by the world; no global state.
+pub struct Network {
+    pub(crate) ports: Vec<Port>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) hosts: Vec<NodeId>,
+    pub(crate) nic: Vec<PortId>,
+    /// The edge switch's port toward each host.
+    pub(crate) down: Vec<PortId>,
+    pub(crate) fib: Fib,
+    pub(crate) routes: RouteTable,
+    pub(crate) spray_next: Vec<u32>,
+    pub(crate) mode: RoutingMode,
+    pub(crate) salt: u64,
+    pub(crate) hops: u64,
+    pub(crate) tx_budget: u64,
+    pub(crate) nic_waiting: Vec<bool>,
+    telemetry: Telemetry,
+}
+
+/// A network that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A host is not attached to exactly one switch.
+    #[error("host {0} must have exactly one link, to a switch")]
+    HostLinks(usize),
+    /// Two hosts cannot reach each other.
+    #[error("{0} cannot reach {1}: the topology is not connected")]
+    Disconnected(String, String),
+    /// A link has zero rate.
+    #[error("link {0} -- {1}: rate must be greater than zero")]
+    ZeroRate(String, String),
+}
+
+impl Network {
+    /// Builds the network of `graph`; `qdisc_for` chooses each port's queue discipline.
+    pub fn new(
+        graph: &Graph,
+        routing: RoutingSpec,
+        mut qdisc_for: impl FnMut(&PortInfo<'_>) -> Qdisc,
+    ) -> Result<Self, BuildError> {
+        let host_of_node: Vec<Option<HostId>> = {
+            let mut v = vec![None; graph.nodes.len()];
+            for (h, &n) in graph.hosts.iter().enumerate() {
+                v[n] = Some(HostId::new(h));
+            }
+            v
+        };
+        let mut nodes: Vec<Node> = graph
+            .nodes
+            .iter()
+            .map(|n| Node {
+                name: n.name.clone(),
+                kind: n.kind,
+                tier: n.tier,
+                edge: u32::MAX,
+            })
+            .collect();
+        let mut ports = Vec::with_capacity(graph.links.len() * 2);
+        let mut adj: Vec<Vec<(PortId, usize)>> = vec![Vec::new(); nodes.len()];
+        let mut host_ports: Vec<Vec<PortId>> = vec![Vec::new(); graph.hosts.len()];
+        for l in &graph.links {
+            if l.rate == Rate::ZERO {
+                return Err(BuildError::ZeroRate(
+                    nodes[l.a].name.clone(),
+                    nodes[l.b].name.clone(),
+                ));
+            }
+            let pa = PortId::new(ports.len());
+            let pb = PortId::new(ports.len() + 1);
+            for (id, from, to, delay) in [(pa, l.a, l.b, l.delay_ab), (pb, l.b, l.a, l.delay_ba)] {
+                let info = PortInfo {
+                    id,
+                    on_host: nodes[from].kind == NodeKind::Host,
+                    tier: nodes[from].tier,
+                    peer_tier: nodes[to].tier,
+                    rate: l.rate,
+                };
+                let mut port = Port::new(
+                    qdisc_for(&info),
+                    l.rate,
+                    delay,
+                    NodeId::new(from),
+                    NodeId::new(to),
+                    host_of_node[to],
+                );
+                port.reverse = if id == pa { pb } else { pa };
+                ports.push(port);
+                if nodes[to].kind == NodeKind::Switch && nodes[from].kind == NodeKind::Switch {
+                    adj[from].push((id, to));
+                }
+                if let Some(h) = host_of_node[from] {
+                    host_ports[h.index()].push(id);
+                }
+            }
+        }
+        let mut nic = Vec::with_capacity(graph.hosts.len());
+        let mut down = Vec::with_capacity(graph.hosts.len());
+        let mut edge_nodes: Vec<usize> = Vec::new();
+        for (h, ps) in host_ports.iter().enumerate() {
+            let [p] = ps[..] else {
+                return Err(BuildError::HostLinks(h));
+            };
+            let sw = ports[p.index()].peer_node.index();
+            if nodes[sw].kind != NodeKind::Switch {
+                return Err(BuildError::HostLinks(h));
+            }
+            if nodes[sw].edge == u32::MAX {
+                nodes[sw].edge = edge_nodes.len() as u32;
+                edge_nodes.push(sw);
+            }
+            nodes[graph.hosts[h]].edge = nodes[sw].edge;
+            nic.push(p);
+            ports[p.index()].from_host = Some(HostId::new(h));
+            down.push(ports[p.index()].reverse);
+        }
+        let is_switch: Vec<bool> = nodes.iter().map(|n| n.kind == NodeKind::Switch).collect();
+        let fib = Fib::build(&adj, &edge_nodes, &is_switch).map_err(|(a, b)| {
+            BuildError::Disconnected(nodes[a].name.clone(), nodes[b].name.clone())
+        })?;
+        let n = nodes.len();
+        Ok(Self {
+            ports,
+            nodes,
+            hosts: graph.hosts.iter().map(|&n| NodeId::new(n)).collect(),
+            nic,
+            down,
+            fib,
+            routes: RouteTable::default(),
+            spray_next: vec![0; n],
+            mode: routing.mode,
+            salt: routing.salt,
+            hops: 0,
+            tx_budget: DEFAULT_TX_BUDGET_BYTES,
+            nic_waiting: vec![false; graph.hosts.len()],
+            telemetry: Telemetry::empty(),
+        })
+    }
+
+    /// Builds with the same discipline spec on every port (tests, examples).
+    pub fn uniform(
+        graph: &Graph,
+        routing: RoutingSpec,
+        spec: &qdisc::QdiscSpec,
+        rng: &RngTree,
+    ) -> Result<Self, BuildError> {
+        Self::new(graph, routing, |p| {
+            spec.build(rng, u64::from(p.id.0), p.rate)
+        })
+    }
+
+    /// Number of hosts.
+    pub fn num_hosts(&self) -> usize {
+        self.hosts.len()
+    }
+    /// All ports.
+    pub fn ports(&self) -> &[Port] {
+        &self.ports
+    }
+    /// Port `p`.
+    pub fn port(&self, p: PortId) -> &Port {
+        &self.ports[p.index()]
+    }
+    /// Port `p`, mutably (for measurement windows).
+    pub fn port_mut(&mut self, p: PortId) -> &mut Port {
+        &mut self.ports[p.index()]
+    }
+    /// Name of node `n`.
+    pub fn node_name(&self, n: NodeId) -> &str {
+        &self.nodes[n.index()].name
+    }
+    /// Tier of node `n`.
+    pub fn node_tier(&self, n: NodeId) -> &'static str {
+        self.nodes[n.index()].tier
+    }
+    /// Whether node `n` is a switch.
+    pub fn is_switch(&self, n: NodeId) -> bool {
+        self.nodes[n.index()].kind == NodeKind::Switch
+    }
+    /// The NIC port of host `h`.
+    pub fn nic(&self, h: HostId) -> PortId {
+        self.nic[h.index()]
+    }
+    /// The node of host `h`.
+    pub fn host_node(&self, h: HostId) -> NodeId {
+        self.hosts[h.index()]
+    }
+
+    /// The header fields the network fills in.
+    pub fn telemetry(&self) -> Telemetry {
+        self.telemetry
+    }
+
+    /// Turns on the header fields in `t` (see [`Telemetry`]).
+    pub fn enable(&mut self, t: Telemetry) {
+        self.telemetry |= t;
+        if t.contains(Telemetry::QUEUE_DELAY) {
+            for p in self.ports.iter_mut().filter(|p| p.from_host.is_none()) {
+                p.measure_queue_delay();
+            }
+        }
+    }
+
+    /// The routing mode.
+    pub fn routing_mode(&self) -> RoutingMode {
+        self.mode
+    }
+    /// Packet-hops so far: packets (of any class) that crossed a link.
+    pub fn hops(&self) -> u64 {
+        self.hops
+    }
+    /// Memory held by interned routes, in port entries.
+    pub fn route_entries(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// Packets in queues or on links (for conservation checks).
+    pub fn packets_inside(&self) -> u64 {
+        self.ports.iter().map(Port::packets_inside).sum()
+    }
+
+    /// The backlog of port `p` at `now`, in wire bytes (brings a FIFO port up to date).
+    pub fn backlog_bytes_at(&mut self, p: PortId, now: Time, pool: &mut PacketPool) -> u64 {
+        let port = &mut self.ports[p.index()];
+        port.settle(now, pool);
+        port.backlog_bytes()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use dcsim_engine::RngTree;
+
+    use crate::qdisc::{Amount, DropTailConfig, QdiscSpec};
+    use crate::{Network, RoutingMode, RoutingSpec, TopologySpec};
+
+    /// The network of `spec` with 100-packet drop-tail queues on every port (for the tests
+    /// of forwarding and routing).
+    pub(crate) fn net(spec: TopologySpec, mode: RoutingMode) -> Network {
+        let g = spec.build().unwrap();
+        let q = QdiscSpec::DropTail(DropTailConfig {
+            buffer: Amount::Packets(100),
+        });
+        Network::uniform(&g, RoutingSpec { mode, salt: 0 }, &q, &RngTree::new(0)).unwrap()
+    }
+}
