@@ -34,6 +34,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         include_str!("../../../scenarios/dx-dumbbell.toml"),
     ),
     (
+        "hull-dumbbell.toml",
+        include_str!("../../../scenarios/hull-dumbbell.toml"),
+    ),
+    (
         "rcp-dumbbell.toml",
         include_str!("../../../scenarios/rcp-dumbbell.toml"),
     ),

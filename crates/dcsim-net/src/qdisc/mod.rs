@@ -13,10 +13,12 @@
 //! | `prio` | `prio.rs` | strict priority of control packets over an inner discipline |
 //! | `credit-shaper` | `credit.rs` | ExpressPass: credits behind a token bucket, ahead of an inner discipline |
 //! | `rcp` | `rcp.rs` | RCP router: a rate per interval from spare capacity and queue, stamped into data |
+//! | `phantom` | `phantom.rs` | HULL phantom queue: a counter drained at γ·C marks ECN before a queue forms |
 
 mod credit;
 mod droptail;
 mod ecn;
+mod phantom;
 mod prio;
 mod rcp;
 mod red;
@@ -34,6 +36,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub use credit::{CreditShaper, CreditShaperConfig};
 pub use droptail::{DropTail, DropTailConfig};
 pub use ecn::{EcnConfig, EcnThreshold};
+pub use phantom::{PhantomConfig, PhantomQueue};
 pub use prio::{Prio, PrioConfig};
 pub use rcp::{RcpRouter, RcpRouterConfig};
 pub use red::{Red, RedConfig};
@@ -328,6 +331,8 @@ bitflags::bitflags! {
         const CREDIT_SHAPING = 1;
         /// Data packets leave with a rate stamp computed by the port (RCP).
         const RATE_STAMPING = 2;
+        /// ECN marks come from a phantom queue drained below the line rate (HULL).
+        const PHANTOM_MARKING = 4;
     }
 }
 
@@ -472,6 +477,8 @@ disciplines! {
     Credit(Box<CreditShaper>),
     /// See [`RcpRouter`].
     Rcp(Box<RcpRouter>),
+    /// See [`PhantomQueue`].
+    Phantom(Box<PhantomQueue>),
 }
 
 /// Checks that a buffer or threshold is not zero.
@@ -521,6 +528,10 @@ mod tests {
             QdiscSpec::Credit(CreditShaperConfig {
                 inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
                 ..CreditShaperConfig::default()
+            }),
+            QdiscSpec::Phantom(PhantomConfig {
+                inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
+                ..PhantomConfig::default()
             }),
             QdiscSpec::Rcp(RcpRouterConfig {
                 inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),

@@ -9,6 +9,7 @@
 
 mod dctcp;
 mod dx;
+mod hull;
 mod rcp;
 mod reno;
 
@@ -25,6 +26,7 @@ use crate::endpoint::Needs;
 
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use dx::{Dx, DxConfig, Estimator, Measurement, Normalizer, Timestamps};
+pub use hull::{Hull, HullConfig};
 pub use rcp::{Rcp, RcpConfig};
 pub use reno::{Reno, RenoCore};
 
@@ -83,6 +85,11 @@ pub trait CongestionControl {
     fn on_loss(&mut self, now: Time, in_flight_bytes: u64);
     /// The retransmission timer fired.
     fn on_rto(&mut self, now: Time, in_flight_bytes: u64);
+    /// Whether the sender's packets go through its host's pacer now, and the pacer's
+    /// parameters (HULL). Default: never.
+    fn host_pacer(&self, _now: Time) -> Option<PacerParams> {
+        None
+    }
     /// The controller's own state for the time series (`output.timeseries.cwnd`), as
     /// `(kind, value)` pairs: DCTCP's `alpha`, DX's measured delay. The transport samples
     /// the window itself. Default: nothing.
@@ -167,6 +174,10 @@ macro_rules! controllers {
                     $(Self::$V(c) => c.on_rto(now, in_flight_bytes),)+
                     Self::Custom(c) => c.on_rto(now, in_flight_bytes),
                 }
+            }
+            #[inline]
+            fn host_pacer(&self, now: Time) -> Option<PacerParams> {
+                match self { $(Self::$V(c) => c.host_pacer(now),)+ Self::Custom(c) => c.host_pacer(now) }
             }
             fn sample(&self, out: &mut Vec<(&'static str, f64)>) {
                 match self { $(Self::$V(c) => c.sample(out),)+ Self::Custom(c) => c.sample(out) }
@@ -253,12 +264,25 @@ controllers! {
     Dx(Dx),
     /// RCP (Dukkipati, McKeown, CCR 2006): the rate the switches offer.
     Rcp(Rcp),
+    /// HULL's hosts (Alizadeh et al., NSDI'12): DCTCP on phantom-queue marks, paced.
+    Hull(Hull),
 }
 
 impl Default for CcSpec {
     fn default() -> Self {
         Self::Reno(NoParams {})
     }
+}
+
+/// Parameters of a host's pacer (HULL), given by the controllers that use it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PacerParams {
+    /// EWMA weight η of the rate estimate.
+    pub eta: f64,
+    /// Weight β of the backlog (bytes of demand per byte held back).
+    pub beta: f64,
+    /// Rate update interval T_r.
+    pub interval: Dur,
 }
 
 /// What a controller is built with, besides its parameters.

@@ -28,10 +28,13 @@
 //! A controller that returns a [`CongestionControl::pacing_rate`] gets its segments spaced
 //! at that rate (each leaves no sooner than the previous one's wire size at the rate after
 //! it); the window still applies. Without a rate the sender sends as the window allows.
+//! A controller that asks for its host's pacer ([`CongestionControl::host_pacer`], HULL)
+//! sends through the [`HostPacer`] the transport keeps per host ([`TcpHost`]).
 //!
 //! # Deviations
 //! No SYN/FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle.
 
+mod pacer;
 mod receiver;
 mod sender;
 
@@ -39,6 +42,7 @@ use dcsim_engine::{ByteSize, Dur, RngTree};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
 use serde::{Deserialize, Serialize};
 
+pub use pacer::{HostPacer, TcpHost};
 pub use receiver::TcpReceiver;
 pub use sender::{TcpSender, TcpStats};
 
@@ -163,7 +167,7 @@ impl Transport for Tcp {
     type Config = TcpConfig;
     type Sender = TcpSender;
     type Receiver = TcpReceiver;
-    type Host = ();
+    type Host = TcpHost;
 
     fn validate(cfg: &TcpConfig) -> Result<(), String> {
         cfg.validate()

@@ -5,7 +5,7 @@ use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId};
 
-use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig};
+use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig, TcpHost};
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
 use crate::ranges::{advance, insert_range};
 
@@ -114,15 +114,20 @@ impl TcpReceiver {
 }
 
 impl Receiver for TcpReceiver {
-    type Host = ();
+    type Host = TcpHost;
 
-    fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, ()>) {
+    fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
         if p.flags & FLAG_DATA != 0 {
             self.on_data(p, cx);
         }
     }
 
-    fn on_timer<S: Sched>(&mut self, kind: usize, generation: u32, cx: &mut EndpointCx<'_, S, ()>) {
+    fn on_timer<S: Sched>(
+        &mut self,
+        kind: usize,
+        generation: u32,
+        cx: &mut EndpointCx<'_, S, TcpHost>,
+    ) {
         if cx.due(&mut self.timers, kind, generation).is_some() && self.pending_acks > 0 {
             self.send_ack(self.ce_state, cx);
         }

@@ -4,7 +4,7 @@ use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId, Telemetry};
 
-use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, TcpConfig};
+use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, HostPacer, TcpConfig, TcpHost};
 use crate::cc::{AckSample, Cc, CongestionControl};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
 
@@ -54,6 +54,10 @@ pub struct TcpSender {
     queue_delay: bool,
     /// With pacing: the earliest time the next segment may leave.
     next_send_at: Time,
+    /// Line rate of the sender's NIC.
+    line: Rate,
+    /// Bytes the window holds back while waiting for the host pacer (0: not waiting).
+    pacer_waiting: u64,
     timers: TimerTable<3>,
     stats: TcpStats,
 }
@@ -91,6 +95,8 @@ impl TcpSender {
             done: false,
             queue_delay: flow.telemetry.contains(Telemetry::QUEUE_DELAY),
             next_send_at: Time::ZERO,
+            line: flow.src_link,
+            pacer_waiting: 0,
             timers: TimerTable::default(),
             stats: TcpStats::default(),
         }
@@ -113,10 +119,14 @@ impl TcpSender {
         (self.cc.cwnd_bytes() + self.inflation).min(self.max_window)
     }
 
-    fn try_send<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+    fn try_send<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
         let wnd = self.window();
         let end = cx.shared.limit_bytes;
         self.cwnd_limited = false;
+        // Bytes the window holds back for the host pacer after this call (0: none); what
+        // was registered before stays in the pacer's backlog until then, so that its rate
+        // update sees it.
+        let mut held_back = 0;
         while self.snd_nxt < end {
             let len = self.mss.min(end - self.snd_nxt);
             let in_flight = self.snd_nxt - self.snd_una;
@@ -131,9 +141,30 @@ impl TcpSender {
                 cx.arm(&mut self.timers, T_PACE, at);
                 break;
             }
+            let host_paced = self.cc.host_pacer(cx.now());
+            if let Some(params) = host_paced {
+                let now = cx.now();
+                let line = self.line;
+                let pacer = cx
+                    .host_state
+                    .pacer
+                    .get_or_insert_with(|| HostPacer::new(params, line));
+                let at = pacer.ready_at(now);
+                if at > now {
+                    held_back = (end - self.snd_nxt).min(wnd.saturating_sub(in_flight));
+                    cx.arm(&mut self.timers, T_PACE, at);
+                    break;
+                }
+            }
             if !cx.nic_room(wire) {
                 self.nic_blocked = true;
                 break;
+            }
+            if host_paced.is_some() {
+                let now = cx.now();
+                if let Some(pacer) = cx.host_state.pacer.as_mut() {
+                    pacer.send(now, wire);
+                }
             }
             self.send_segment(self.snd_nxt, cx);
             self.snd_nxt += len;
@@ -141,6 +172,13 @@ impl TcpSender {
                 let gap = rate.max(Rate::from_bps(1)).tx_time(u64::from(wire));
                 self.next_send_at = cx.now() + gap;
             }
+        }
+        if held_back != self.pacer_waiting
+            && let Some(pacer) = cx.host_state.pacer.as_mut()
+        {
+            pacer.unwait(self.pacer_waiting);
+            pacer.wait(held_back);
+            self.pacer_waiting = held_back;
         }
         if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
             cx.arm_in(&mut self.timers, T_RTO, self.rto);
@@ -172,7 +210,7 @@ impl TcpSender {
         });
     }
 
-    fn on_ack<S: Sched, H>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, H>) {
+    fn on_ack<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
         if self.done {
             return;
         }
@@ -275,7 +313,7 @@ impl TcpSender {
         self.rto = rto.max(self.min_rto).min(self.max_rto);
     }
 
-    fn on_rto<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+    fn on_rto<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
         if self.done || self.snd_una >= self.snd_nxt {
             return;
         }
@@ -295,10 +333,15 @@ impl TcpSender {
     }
 
     /// The stop time: no new data beyond what has been sent.
-    fn on_stop<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+    fn on_stop<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
         let sent = self.snd_nxt.max(self.high_tx);
         if sent < cx.shared.limit_bytes {
             cx.shared.limit_bytes = sent;
+            // Nothing is held back for the pacer any more.
+            if let Some(pacer) = cx.host_state.pacer.as_mut() {
+                pacer.unwait(self.pacer_waiting);
+            }
+            self.pacer_waiting = 0;
             if self.snd_una >= sent {
                 self.finish();
             }
@@ -307,16 +350,20 @@ impl TcpSender {
 
     fn finish(&mut self) {
         self.done = true;
+        debug_assert_eq!(
+            self.pacer_waiting, 0,
+            "finished while waiting for the pacer"
+        );
         self.timers.cancel(T_RTO);
         self.timers.cancel(T_STOP);
     }
 }
 
 impl Sender for TcpSender {
-    type Host = ();
+    type Host = TcpHost;
 
     /// Starts sending; arms the stop timer if the flow has a stop time.
-    fn on_start<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
+    fn on_start<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
         if let Some(t) = self.stop {
             let at = t.max(cx.now());
             cx.arm(&mut self.timers, T_STOP, at);
@@ -325,13 +372,18 @@ impl Sender for TcpSender {
         self.try_send(cx);
     }
 
-    fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, ()>) {
+    fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
         if p.flags & FLAG_ACK != 0 {
             self.on_ack(p, cx);
         }
     }
 
-    fn on_timer<S: Sched>(&mut self, kind: usize, generation: u32, cx: &mut EndpointCx<'_, S, ()>) {
+    fn on_timer<S: Sched>(
+        &mut self,
+        kind: usize,
+        generation: u32,
+        cx: &mut EndpointCx<'_, S, TcpHost>,
+    ) {
         match cx.due(&mut self.timers, kind, generation) {
             Some(T_RTO) => self.on_rto(cx),
             Some(T_STOP) => self.on_stop(cx),
@@ -341,7 +393,7 @@ impl Sender for TcpSender {
     }
 
     /// The host NIC has room again: continue sending.
-    fn on_nic_ready<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
+    fn on_nic_ready<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
         self.nic_blocked = false;
         if !self.done {
             self.try_send(cx);
