@@ -5,7 +5,7 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId, Telemetry};
 
 use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, HostPacer, TcpConfig, TcpHost};
-use crate::cc::{AckSample, Cc, CongestionControl};
+use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
 
 const T_RTO: usize = 0;
@@ -123,6 +123,9 @@ impl TcpSender {
         let wnd = self.window();
         let end = cx.shared.limit_bytes;
         self.cwnd_limited = false;
+        // The controller's state cannot change while this call sends.
+        let pacing = self.cc.pacing_rate();
+        let host_paced = self.cc.host_pacer(cx.now());
         // Bytes the window holds back for the host pacer after this call (0: none); what
         // was registered before stays in the pacer's backlog until then, so that its rate
         // update sees it.
@@ -135,26 +138,17 @@ impl TcpSender {
                 break;
             }
             let wire = wire_bytes(len as u32 + TCP_IP_HEADER_BYTES);
-            let pacing = self.cc.pacing_rate();
             if pacing.is_some() && cx.now() < self.next_send_at {
                 let at = self.next_send_at;
                 cx.arm(&mut self.timers, T_PACE, at);
                 break;
             }
-            let host_paced = self.cc.host_pacer(cx.now());
-            if let Some(params) = host_paced {
-                let now = cx.now();
-                let line = self.line;
-                let pacer = cx
-                    .host_state
-                    .pacer
-                    .get_or_insert_with(|| HostPacer::new(params, line));
-                let at = pacer.ready_at(now);
-                if at > now {
-                    held_back = (end - self.snd_nxt).min(wnd.saturating_sub(in_flight));
-                    cx.arm(&mut self.timers, T_PACE, at);
-                    break;
-                }
+            if let Some(params) = host_paced
+                && let Some(at) = self.host_pacer_busy(params, cx)
+            {
+                held_back = (end - self.snd_nxt).min(wnd.saturating_sub(in_flight));
+                cx.arm(&mut self.timers, T_PACE, at);
+                break;
             }
             if !cx.nic_room(wire) {
                 self.nic_blocked = true;
@@ -173,16 +167,40 @@ impl TcpSender {
                 self.next_send_at = cx.now() + gap;
             }
         }
-        if held_back != self.pacer_waiting
-            && let Some(pacer) = cx.host_state.pacer.as_mut()
-        {
-            pacer.unwait(self.pacer_waiting);
-            pacer.wait(held_back);
-            self.pacer_waiting = held_back;
+        if held_back != self.pacer_waiting {
+            self.hold_back(held_back, cx.host_state);
         }
         if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
             cx.arm_in(&mut self.timers, T_RTO, self.rto);
         }
+    }
+
+    /// With the host pacer: when it lets the next packet out, if not now (the pacer is
+    /// created with the first flow that asks). Out of line: only HULL flows come here.
+    #[inline(never)]
+    fn host_pacer_busy<S: Sched>(
+        &self,
+        params: PacerParams,
+        cx: &mut EndpointCx<'_, S, TcpHost>,
+    ) -> Option<Time> {
+        let now = cx.now();
+        let line = self.line;
+        let pacer = cx
+            .host_state
+            .pacer
+            .get_or_insert_with(|| HostPacer::new(params, line));
+        let at = pacer.ready_at(now);
+        (at > now).then_some(at)
+    }
+
+    /// Registers `bytes` held back for the host pacer (0: none) instead of what was.
+    #[cold]
+    fn hold_back(&mut self, bytes: u64, host: &mut TcpHost) {
+        if let Some(pacer) = host.pacer.as_mut() {
+            pacer.unwait(self.pacer_waiting);
+            pacer.wait(bytes);
+        }
+        self.pacer_waiting = bytes;
     }
 
     fn send_segment<S: Sched, H>(&mut self, seq: u64, cx: &mut EndpointCx<'_, S, H>) {
