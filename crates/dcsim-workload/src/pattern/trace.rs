@@ -14,15 +14,57 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use dcsim_engine::Dur;
+use serde::{Deserialize, Serialize};
 
+use super::source::{FlowGenerator, FlowSource, SourceCx, SourceInfo, limits};
 use crate::GenFlow;
-use crate::pattern::FlowGenerator;
+
+/// Replays a CSV trace `start_ns,src,dst,size_bytes` (see the `trace` section of
+/// `docs/workloads.md`). Lazy, streamed from the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The CSV file; a relative path is taken from the scenario's directory.
+    pub file: String,
+    /// Added to every start time (default 0).
+    #[serde(default)]
+    pub start: Dur,
+    /// Most flows to replay.
+    #[serde(default)]
+    pub max_flows: Option<u64>,
+    /// No flow starts at or after this time.
+    #[serde(default)]
+    pub until: Option<Dur>,
+}
+
+impl TraceSpec {
+    /// Checks the whole file and opens it for streaming. Errors are `"field: message"`.
+    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+        let p = Path::new(&self.file);
+        let full = match cx.base_dir {
+            Some(d) if p.is_relative() => d.join(p),
+            _ => p.to_path_buf(),
+        };
+        let (g, count) =
+            TraceGen::open(&full, cx.hosts, self.start).map_err(|e| format!("file: {e}"))?;
+        let info = SourceInfo {
+            kind: "trace",
+            flows: Some(count),
+            ..SourceInfo::default()
+        };
+        Ok(FlowSource::new(
+            Box::new(g),
+            limits(self.max_flows, self.until)?,
+            info,
+        ))
+    }
+}
 
 /// The expected header.
 const HEADER: [&str; 4] = ["start_ns", "src", "dst", "size_bytes"];
 
 /// Streams a checked trace.
-pub(crate) struct TraceGen {
+struct TraceGen {
     rows: Rows,
     offset: Dur,
 }
@@ -31,7 +73,7 @@ impl TraceGen {
     /// Checks the whole file against `hosts`, then opens it for streaming. Every start is
     /// shifted by `offset`. Returns the generator and the number of flows. Errors are
     /// `file:line: reason`.
-    pub(crate) fn open(path: &Path, hosts: u32, offset: Dur) -> Result<(Self, u64), String> {
+    fn open(path: &Path, hosts: u32, offset: Dur) -> Result<(Self, u64), String> {
         let mut rows = Rows::open(path)?;
         let mut count = 0u64;
         let mut prev = 0u64;
@@ -195,7 +237,7 @@ mod tests {
     use dcsim_engine::RngTree;
 
     use super::*;
-    use crate::{GeneratorSpec, SourceCx};
+    use crate::GeneratorSpec;
 
     fn write(name: &str, text: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("dcsim-trace-{}", std::process::id()));
@@ -206,19 +248,20 @@ mod tests {
     }
 
     fn spec(p: &Path) -> GeneratorSpec {
-        GeneratorSpec::Trace {
+        GeneratorSpec::Trace(TraceSpec {
             file: p.display().to_string(),
             start: Dur::from_us(1),
             max_flows: None,
             until: None,
-        }
+        })
     }
 
     #[test]
     fn trace_replays_in_order_with_offset() {
         let p = write(
             "ok.csv",
-            "start_ns,src,dst,size_bytes,class\n# comment\n0,1,2,1000,0\n\n500,2,1,20,1\n500,0,3,7\n",
+            "start_ns,src,dst,size_bytes,class\n# comment\n0,1,2,1000,0\n\n500,2,1,20,1\n\
+             500,0,3,7\n",
         );
         let rng = RngTree::new(0);
         let s = spec(&p).source(&SourceCx::new(4, &rng, 0)).unwrap();
