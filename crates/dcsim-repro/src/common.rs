@@ -24,6 +24,9 @@ pub struct Ctx {
     /// scenario.
     pub fresh: bool,
     pool: rayon::ThreadPool,
+    /// In a planning context ([`Ctx::planning`]), the runs given to [`Ctx::run_many`].
+    #[cfg(test)]
+    planned: Option<std::sync::Mutex<Vec<RunSpec>>>,
 }
 
 /// One run of an experiment.
@@ -31,19 +34,26 @@ pub struct RunSpec {
     /// Folder name under `runs/`.
     pub name: String,
     /// The scenario.
-    pub toml: String,
+    pub scenario: ScenarioSpec,
     /// Flows added programmatically (a shuffle's 100,000 flows), after the scenario's own.
     pub extra_flows: Vec<dcsim::transport::FlowSpec>,
 }
 
 impl RunSpec {
-    /// A run of `toml` named `name`.
-    pub fn new(name: impl Into<String>, toml: String) -> Self {
+    /// A run of `scenario` named `name`.
+    pub fn new(name: impl Into<String>, scenario: ScenarioSpec) -> Self {
         Self {
             name: name.into(),
-            toml,
+            scenario,
             extra_flows: Vec::new(),
         }
+    }
+
+    /// The scenario as TOML, as `scenario.toml` in the run's folder holds it (`dcsim run`
+    /// repeats the run from it).
+    pub fn toml(&self) -> Result<String, String> {
+        toml::to_string(&self.scenario)
+            .map_err(|e| format!("{}: cannot write the scenario as TOML: {e}", self.name))
     }
 }
 
@@ -62,7 +72,28 @@ impl Ctx {
             jobs,
             fresh: false,
             pool,
+            #[cfg(test)]
+            planned: None,
         })
+    }
+
+    /// A context that runs nothing: [`Ctx::run_many`] keeps the runs it is given (see
+    /// [`Ctx::planned`]) and returns the error [`PLANNED`], which ends the experiment
+    /// before it reads any result.
+    #[cfg(test)]
+    pub(crate) fn planning(quick: bool, out: PathBuf) -> Result<Self, String> {
+        let mut ctx = Self::new(quick, out, 1)?;
+        ctx.planned = Some(Default::default());
+        Ok(ctx)
+    }
+
+    /// The runs that [`Ctx::run_many`] was given in a planning context, taken out of it.
+    #[cfg(test)]
+    pub(crate) fn planned(&self) -> Vec<RunSpec> {
+        self.planned
+            .as_ref()
+            .map(|p| std::mem::take(&mut *p.lock().expect("no run panicked")))
+            .unwrap_or_default()
     }
 
     /// Picks the quick or the full value.
@@ -74,11 +105,16 @@ impl Ctx {
     /// results under `runs/<name>/`, and returns the results in input order.
     ///
     /// A run whose folder already holds complete results (summary.json) of the same
-    /// scenario text, and of the same flows added in code (`extra_flows.csv`, written next
-    /// to `scenario.toml` so that the folder describes the whole run), is loaded instead of
-    /// run again, unless [`Ctx::fresh`]: an interrupted full-form experiment resumes where
-    /// it stopped.
+    /// scenario text (`RunSpec::toml`), and of the same flows added in code
+    /// (`extra_flows.csv`, written next to `scenario.toml` so that the folder describes the
+    /// whole run), is loaded instead of run again, unless [`Ctx::fresh`]: an interrupted
+    /// full-form experiment resumes where it stopped.
     pub fn run_many(&self, specs: Vec<RunSpec>) -> Result<Vec<Results>, String> {
+        #[cfg(test)]
+        if let Some(planned) = &self.planned {
+            planned.lock().expect("no run panicked").extend(specs);
+            return Err(PLANNED.into());
+        }
         let out = &self.out;
         let fresh = self.fresh;
         self.pool.install(|| {
@@ -86,9 +122,10 @@ impl Ctx {
                 .into_par_iter()
                 .map(|s| {
                     let dir = out.join("runs").join(&s.name);
+                    let scenario_toml = s.toml()?;
                     let extra = extra_flows_csv(&s.extra_flows);
                     let same = std::fs::read_to_string(dir.join("scenario.toml"))
-                        .is_ok_and(|t| t == s.toml)
+                        .is_ok_and(|t| t == scenario_toml)
                         && match &extra {
                             None => !dir.join(EXTRA_FLOWS).exists(),
                             Some(text) => std::fs::read_to_string(dir.join(EXTRA_FLOWS))
@@ -98,9 +135,7 @@ impl Ctx {
                         eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
                         return Results::load(&dir).map_err(|e| e.to_string());
                     }
-                    let spec =
-                        ScenarioSpec::parse(&s.toml, &s.name, &[]).map_err(|e| e.to_string())?;
-                    let mut scenario = spec.build(&s.name).map_err(|e| e.to_string())?;
+                    let mut scenario = s.scenario.build(&s.name).map_err(|e| e.to_string())?;
                     scenario.flows.extend(s.extra_flows.iter().copied());
                     let mut world = World::new(scenario).map_err(|e| e.to_string())?;
                     world.run(&mut |_| {});
@@ -110,7 +145,7 @@ impl Ctx {
                     // new scenario goes in, or a kill between the two writes would leave
                     // old results filed under the new scenario (and reused next time).
                     remove_if_present(&dir.join("summary.json")).map_err(|e| e.to_string())?;
-                    atomic_write(&dir.join("scenario.toml"), s.toml.as_bytes())
+                    atomic_write(&dir.join("scenario.toml"), scenario_toml.as_bytes())
                         .map_err(|e| e.to_string())?;
                     match &extra {
                         Some(text) => atomic_write(&dir.join(EXTRA_FLOWS), text.as_bytes()),
@@ -208,79 +243,6 @@ pub fn mean(xs: &[f64]) -> f64 {
     }
 }
 
-/// A schemes's switch and NIC queue configuration and transport, as TOML tables.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheme {
-    /// ExpressPass with a feedback law, in the authors' microbenchmark setting.
-    Xpass(&'static str),
-    /// DCTCP with K and g for the link speed (K = 65, g = 1/16 at 10 Gb/s; K = 650,
-    /// g = 0.01976 at 100 Gb/s; K scaled with the speed in between).
-    Dctcp,
-}
-
-impl Scheme {
-    /// Short name for result keys.
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::Xpass("paper") => "expresspass",
-            Self::Xpass(_) => "expresspass-code",
-            Self::Dctcp => "dctcp",
-        }
-    }
-
-    /// `[routing]`, `[queue]`, `[nic]` and `[transport]` for links of `gbps`, with
-    /// `credit_buffer` credits (ExpressPass) and extra transport lines.
-    pub fn tables(self, gbps: u64, credit_buffer: u64, extra: &str) -> String {
-        self.tables_with(gbps, credit_buffer, false, extra)
-    }
-
-    /// [`Scheme::tables`], optionally with credit shaping at host NICs too. A receiver with
-    /// several flows needs it (a shuffle, an incast): otherwise its credits leave at line
-    /// rate and only the senders' ports limit them, one sender at a time.
-    pub fn tables_with(
-        self,
-        gbps: u64,
-        credit_buffer: u64,
-        nic_shaped: bool,
-        extra: &str,
-    ) -> String {
-        let nic = if nic_shaped {
-            format!(
-                "[nic]\nkind = \"credit-shaper\"\ncredit_buffer = \"{credit_buffer}pkts\"\ncredit_burst = \"10pkts\"\n\
-                 inner = {{ kind = \"droptail\", buffer = \"1538000B\" }}\n"
-            )
-        } else {
-            "[nic]\nkind = \"droptail\"\nbuffer = \"1538000B\"\n".to_string()
-        };
-        match self {
-            // The authors' ns-2 microbenchmark scripts (dumbbell, parking lot,
-            // multi-bottleneck): credit shaping on switch ports only (host uplinks are plain
-            // drop-tail), 2-credit queues, the default 10-credit burst, data queues of 100
-            // packets, and the ns-2 defaults α = w_init = 0.5 (the scripts' own settings of
-            // w do not take effect, see expresspass.md §1.6.4).
-            Self::Xpass(law) => format!(
-                "[routing]\nmode = \"symmetric-ecmp\"\n\
-                 [queue]\nkind = \"credit-shaper\"\ncredit_buffer = \"{credit_buffer}pkts\"\ncredit_burst = \"10pkts\"\n\
-                 inner = {{ kind = \"droptail\", buffer = \"{}B\" }}\n{nic}\
-                 [transport]\nkind = \"expresspass\"\nprofile = \"paper\"\nlaw = \"{law}\"\nalpha = 0.5\nw_init = 0.5\n{extra}\n",
-                100 * 1538 * gbps.div_ceil(10)
-            ),
-            Self::Dctcp => {
-                let (k, g) = if gbps >= 100 {
-                    (650, 0.01976)
-                } else {
-                    (65 * gbps.div_ceil(10), 1.0 / 16.0)
-                };
-                format!(
-                    "[queue]\nkind = \"ecn\"\nbuffer = \"{}pkts\"\nmark_threshold = \"{k}pkts\"\n\
-                     [transport]\nkind = \"tcp\"\ncc = {{ kind = \"dctcp\", g = {g} }}\n{extra}\n",
-                    (4 * k).max(250)
-                )
-            }
-        }
-    }
-}
-
 /// Writes `v` as a string key (integers without a decimal point).
 pub fn k(v: impl std::fmt::Display) -> String {
     v.to_string()
@@ -293,6 +255,10 @@ fn remove_if_present(path: &std::path::Path) -> std::io::Result<()> {
         _ => Ok(()),
     }
 }
+
+/// What [`Ctx::run_many`] returns in a planning context.
+#[cfg(test)]
+pub(crate) const PLANNED: &str = "planning only: nothing was run";
 
 /// File in a run's folder that lists the flows added in code.
 const EXTRA_FLOWS: &str = "extra_flows.csv";
@@ -323,17 +289,25 @@ fn extra_flows_csv(flows: &[dcsim::transport::FlowSpec]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use dcsim::engine::Time;
-    use dcsim::net::HostId;
+    use dcsim::SimSpec;
+    use dcsim::engine::{Dur, Time};
+    use dcsim::net::topo::DumbbellSpec;
+    use dcsim::net::{HostId, TopologySpec};
     use dcsim::transport::FlowSpec;
 
     use super::*;
 
     fn spec(size: u64) -> RunSpec {
-        let mut s = RunSpec::new(
-            "tiny",
-            "[sim]\nduration = \"1ms\"\n[topology]\nkind = \"dumbbell\"\npairs = 1\n".to_string(),
-        );
+        let sim = SimSpec {
+            duration: Some(Dur::from_ms(1)),
+            ..SimSpec::default()
+        };
+        let topology = TopologySpec::Dumbbell(DumbbellSpec {
+            pairs: Some(1),
+            host_link: None,
+            bottleneck: None,
+        });
+        let mut s = RunSpec::new("tiny", crate::build::scenario(sim, topology));
         s.extra_flows.push(FlowSpec {
             src: HostId(0),
             dst: HostId(1),

@@ -5,76 +5,30 @@
 //! delay, symmetric ECMP, Poisson arrivals with uniform source and distinct destination, load
 //! 0.6 of the ToR-uplink capacity counted in wire bytes, 100,000 flows, every flow measured.
 
-use dcsim::Results;
+use dcsim::engine::Dur;
 use dcsim::metrics::analysis::BucketStats;
+use dcsim::workload::{BuiltinCdf, LoadBasis};
+use dcsim::{Results, ScenarioSpec};
 use serde_json::{Value, json};
 
+use crate::build::{self, FatTreeScheme as Scheme};
 use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, to_series};
-
-/// A scheme of the fat-tree comparison. HULL and DX join this list when they exist.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scheme {
-    /// ExpressPass with the fat-tree script's settings.
-    Xpass,
-    /// DCTCP, K = 65 packets per 10 Gb/s, g = 1/16.
-    Dctcp,
-}
 
 /// Every scheme that exists, in the order of the tables.
 const SCHEMES: &[Scheme] = &[Scheme::Xpass, Scheme::Dctcp];
 
 /// The workloads: (key, built-in CDF).
-const WORKLOADS: &[&str] = &["datamining", "websearch"];
-
-impl Scheme {
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            Self::Xpass => "expresspass",
-            Self::Dctcp => "dctcp",
-        }
-    }
-
-    /// `[routing]`, `[queue]`, `[nic]` and `[transport]` for links of `gbps`. Switch data
-    /// buffers are the script's 250 packets of 1538 B per 10 Gb/s, NIC buffers 1000; DCTCP
-    /// marks at K = 65 packets per 10 Gb/s (so buffer/K is the same at both speeds).
-    pub(crate) fn tables(self, gbps: u64) -> String {
-        let scale = gbps.div_ceil(10);
-        let (buffer, nic) = (250 * 1538 * scale, 1000 * 1538);
-        match self {
-            // The fat-tree script: credit shaping on every port including host NICs,
-            // 8-credit queues (672 B), a 2-credit burst (168 B), credit sizes 76..92 B, the
-            // HEAD feedback law with AIR and ECS (profile `code`), w_init = 1/16.
-            Self::Xpass => format!(
-                "[routing]\nmode = \"symmetric-ecmp\"\n\
-                 [queue]\nkind = \"credit-shaper\"\ncredit_buffer = \"8pkts\"\ncredit_burst = \"2pkts\"\n\
-                 inner = {{ kind = \"droptail\", buffer = \"{buffer}B\" }}\n\
-                 [nic]\nkind = \"credit-shaper\"\ncredit_buffer = \"8pkts\"\ncredit_burst = \"2pkts\"\n\
-                 inner = {{ kind = \"droptail\", buffer = \"{nic}B\" }}\n\
-                 [transport]\nkind = \"expresspass\"\nprofile = \"code\"\nw_init = 0.0625\ncredit_size = [76, 92]\n"
-            ),
-            Self::Dctcp => format!(
-                "[routing]\nmode = \"symmetric-ecmp\"\n\
-                 [queue]\nkind = \"ecn\"\nbuffer = \"{buffer}B\"\nmark_threshold = \"{}pkts\"\n\
-                 [nic]\nkind = \"droptail\"\nbuffer = \"{nic}B\"\n\
-                 [transport]\nkind = \"tcp\"\ncc = {{ kind = \"dctcp\", g = 0.0625 }}\n",
-                65 * scale
-            ),
-        }
-    }
-}
+const WORKLOADS: &[(&str, BuiltinCdf)] = &[
+    ("datamining", BuiltinCdf::Datamining),
+    ("websearch", BuiltinCdf::Websearch),
+];
 
 /// The scenario of one run.
-fn scenario(workload: &str, gbps: u64, scheme: Scheme, flows: u64) -> String {
-    let link = format!("{{ rate = \"{gbps}Gbps\", delay = \"4us\" }}");
-    format!(
-        "# xpass-fattree: {workload}, {gbps} Gb/s, {}\n[sim]\nseed = 1\n\
-         [topology]\nkind = \"fat-tree\"\npreset = \"xpass\"\nhost_link = {link}\ntor_link = {link}\ncore_link = {link}\n\
-         {}\
-         [[generators]]\npattern = {{ kind = \"poisson\", load = 0.6, load_relative_to = \"tor-uplinks\", \
-         wire_factor = \"1538/1460\", flow_size = {{ cdf = \"{workload}\" }}, max_flows = {flows} }}\n",
-        scheme.key(),
-        scheme.tables(gbps)
-    )
+fn scenario(workload: BuiltinCdf, gbps: u64, scheme: Scheme, flows: u64) -> ScenarioSpec {
+    let mut s = build::scenario(build::sim(None, Dur::ZERO), build::xpass_fat_tree(gbps));
+    scheme.configure(&mut s, gbps);
+    s.generators = vec![build::poisson(0.6, LoadBasis::TorUplinks, workload, flows)];
+    s
 }
 
 /// Switch-port queue figures of a run, KB (1000 B): the mean over switch ports of the
@@ -99,12 +53,12 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
     let speeds = [10u64, 40];
     let mut runs = Vec::new();
     let mut keys = Vec::new();
-    for &w in WORKLOADS {
+    for &(w, cdf) in WORKLOADS {
         for &g in &speeds {
             for &s in SCHEMES {
                 runs.push(RunSpec::new(
                     format!("{w}-{g}g-{}", s.key()),
-                    scenario(w, g, s, flows),
+                    scenario(cdf, g, s, flows),
                 ));
                 keys.push((w, g, s));
             }
@@ -267,11 +221,14 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
         &["parameters"],
         json!({
             "flows_per_run": flows,
-            "topology": "fat-tree preset xpass: 192 hosts, 32 ToR, 16 aggregation, 8 core; every link 4 us, host links +1 us",
-            "load": "0.6 of the ToR-uplink capacity (640 Gb/s at 10 Gb/s), wire bytes 1538 per 1460 payload",
+            "topology": "fat-tree preset xpass: 192 hosts, 32 ToR, 16 aggregation, 8 core; every \
+                link 4 us, host links +1 us",
+            "load": "0.6 of the ToR-uplink capacity (640 Gb/s at 10 Gb/s), wire bytes 1538 per \
+                1460 payload",
             "arrivals": "Poisson from t = 0, source uniform, destination uniform among the others",
             "measured": "every flow (no warm-up or cool-down exclusion, as the script)",
-            "expresspass": "profile code (HEAD law, AIR, ECS), w_init = 1/16, credit sizes 76..92 B, 8-credit queues and 2-credit bursts on every port incl. NICs",
+            "expresspass": "profile code (HEAD law, AIR, ECS), w_init = 1/16, credit sizes 76..92 \
+                B, 8-credit queues and 2-credit bursts on every port incl. NICs",
             "dctcp": "K = 65 packets per 10 Gb/s, g = 1/16, min RTO 1 ms",
             "buffers": "switch ports 250 x 1538 B per 10 Gb/s, NICs 1000 x 1538 B",
             "kb": "1000 B",
@@ -294,7 +251,7 @@ fn plots(
         .iter()
         .map(|b| b.name.to_string())
         .collect();
-    for &w in WORKLOADS {
+    for &(w, _) in WORKLOADS {
         for &g in speeds {
             let mut means = Vec::new();
             let mut p99s = Vec::new();

@@ -1,13 +1,14 @@
 //! Paper-reproduction experiments: `dcsim repro NAME [--quick] [--out DIR]`.
 //!
-//! Each experiment builds its scenarios as TOML (saved next to every run's results, so any
-//! run can be repeated with `dcsim run`), runs the independent ones in parallel, writes
-//! `result.json` with the figures named in the reference's experiments list, CSV data, and
-//! plot specifications that one plotting script (`validation/plot.py`, matplotlib) turns
-//! into PNG and SVG files.
+//! Each experiment builds its scenarios as typed values (the builders in `build.rs`; each
+//! is saved as TOML next to its run's results, so any run can be repeated with `dcsim
+//! run`), runs the independent ones in parallel, writes `result.json` with the figures
+//! named in the reference's experiments list, CSV data, and plot specifications that one
+//! plotting script (`validation/plot.py`, matplotlib) turns into PNG and SVG files.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod build;
 mod common;
 mod fattree;
 mod oracle;
@@ -32,58 +33,61 @@ pub struct Experiment {
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "xpass-convergence",
-        description: "a second flow joins: ExpressPass vs DCTCP at 10 and 100 Gb/s, convergence time",
-        run: xpass::convergence,
+        description: "a second flow joins: ExpressPass vs DCTCP at 10 and 100 Gb/s, convergence \
+            time",
+        run: xpass::convergence::run,
     },
     Experiment {
         name: "xpass-join-leave",
         description: "five flows join then leave one by one: throughput, queues, fairness",
-        run: xpass::join_leave,
+        run: xpass::join_leave::run,
     },
     Experiment {
         name: "xpass-flow-scalability",
         description: "N = 4..2048 long flows on one bottleneck: utilization, Jain, max queue",
-        run: xpass::flow_scalability,
+        run: xpass::flow_scalability::run,
     },
     Experiment {
         name: "xpass-multi-bottleneck",
         description: "parking lot with 1..6 bottlenecks: min link utilization per feedback law",
-        run: xpass::multi_bottleneck,
+        run: xpass::multi_bottleneck::run,
     },
     Experiment {
         name: "xpass-multi-bottleneck-fairness",
         description: "flow 0 crosses two links, N flows share one: share vs max-min",
-        run: xpass::multi_bottleneck_fairness,
+        run: xpass::multi_bottleneck_fairness::run,
     },
     Experiment {
         name: "xpass-credit-queue",
         description: "credit queue capacity 1..128 credits vs utilization",
-        run: xpass::credit_queue,
+        run: xpass::credit_queue::run,
     },
     Experiment {
         name: "xpass-jitter",
         description: "credit jitter 0.01..0.08 x 1..1024 flows: Jain fairness over 1 ms",
-        run: xpass::jitter,
+        run: xpass::jitter::run,
     },
     Experiment {
         name: "xpass-shuffle",
         description: "all-to-all shuffle on one ToR: FCT CDF, ExpressPass vs DCTCP",
-        run: xpass::shuffle,
+        run: xpass::shuffle::run,
     },
     Experiment {
         name: "xpass-fattree",
-        description: "192-host fat-tree, data mining and web search at load 0.6, 10 and 40 Gb/s: FCT per size bucket, queues per tier",
+        description: "192-host fat-tree, data mining and web search at load 0.6, 10 and 40 Gb/s: \
+            FCT per size bucket, queues per tier",
         run: fattree::fattree,
     },
     Experiment {
         name: "fct-oracle",
-        description: "one 10 Gb/s bottleneck at load 0.5: slowdown per size bucket, ExpressPass and DCTCP beside ideal fair sharing",
+        description: "one 10 Gb/s bottleneck at load 0.5: slowdown per size bucket, ExpressPass \
+            and DCTCP beside ideal fair sharing",
         run: oracle::fct_oracle,
     },
     Experiment {
         name: "xpass-zero-loss",
         description: "every ExpressPass microbenchmark above: data-packet drops (must be zero)",
-        run: xpass::zero_loss,
+        run: xpass::zero_loss::run,
     },
 ];
 
@@ -111,4 +115,33 @@ pub fn run(
     ctx.write_json("result.json", &result)?;
     ctx.render_plots()?;
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use dcsim::ScenarioSpec;
+
+    use super::*;
+
+    /// Every experiment's quick-form scenarios, as written to `scenario.toml`, parse and
+    /// build back to the scenario that runs (xpass-zero-loss runs the others' scenarios).
+    #[test]
+    fn written_scenarios_build_back_to_the_scenarios_that_run() {
+        let dir = std::env::temp_dir().join(format!("dcsim-repro-plan-{}", std::process::id()));
+        for e in EXPERIMENTS.iter().filter(|e| e.name != "xpass-zero-loss") {
+            let ctx = Ctx::planning(true, dir.join(e.name)).unwrap();
+            assert_eq!((e.run)(&ctx).unwrap_err(), common::PLANNED, "{}", e.name);
+            let runs = ctx.planned();
+            assert!(!runs.is_empty(), "{}", e.name);
+            for r in runs {
+                let at = format!("{}/{}", e.name, r.name);
+                let text = r.toml().unwrap();
+                let parsed = ScenarioSpec::parse(&text, &at, &[]).unwrap();
+                assert_eq!(parsed, r.scenario, "{at}");
+                let want = r.scenario.build(&r.name).unwrap().to_toml();
+                assert_eq!(parsed.build(&r.name).unwrap().to_toml(), want, "{at}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

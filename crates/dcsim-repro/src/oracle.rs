@@ -8,27 +8,30 @@
 //! perfect, instantaneous fair sharing and empty queues would achieve. M/G/1-PS theory puts
 //! its mean slowdown near 1/(1 − 0.5) = 2 for long flows.
 
-use dcsim::Results;
+use dcsim::engine::Dur;
 use dcsim::metrics::analysis::{BUCKET_SETS, FlowSample, bucket_stats};
 use dcsim::metrics::oracle::processor_sharing;
+use dcsim::workload::{BuiltinCdf, LoadBasis};
+use dcsim::{Results, ScenarioSpec};
 use serde_json::{Value, json};
 
+use crate::build::{self, FatTreeScheme as Scheme};
 use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put};
-use crate::fattree::Scheme;
 
 const GBPS: u64 = 10;
 const LOAD: f64 = 0.5;
 
-fn scenario(scheme: Scheme, flows: u64) -> String {
-    format!(
-        "# fct-oracle: {}\n[sim]\nseed = 1\n\
-         [topology]\nkind = \"star\"\nhosts = 2\nhost_link = {{ rate = \"{GBPS}Gbps\", delay = \"5us\" }}\n\
-         {}\
-         [[generators]]\npattern = {{ kind = \"poisson\", load = {LOAD}, load_relative_to = \"host-links\", \
-         wire_factor = \"1538/1460\", flow_size = {{ cdf = \"websearch\" }}, max_flows = {flows} }}\n",
-        scheme.key(),
-        scheme.tables(GBPS)
-    )
+/// The scenario of one run.
+fn scenario(scheme: Scheme, flows: u64) -> ScenarioSpec {
+    let mut s = build::scenario(build::sim(None, Dur::ZERO), build::star(2, GBPS));
+    scheme.configure(&mut s, GBPS);
+    s.generators = vec![build::poisson(
+        LOAD,
+        LoadBasis::HostLinks,
+        BuiltinCdf::Websearch,
+        flows,
+    )];
+    s
 }
 
 /// The oracle's FCT of every flow of a run (same arrivals and sizes), as bucket samples.
@@ -189,8 +192,10 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
         json!({
             "flows": flows,
             "topology": "star of 2 hosts, 10 Gb/s, 5 us links: each direction one bottleneck",
-            "workload": "Poisson, web search sizes, load 0.5 of the host links in wire bytes (1538/1460)",
-            "oracle": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus each flow's fixed latency (ideal FCT less its serialization)",
+            "workload": "Poisson, web search sizes, load 0.5 of the host links in wire bytes \
+                (1538/1460)",
+            "oracle": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus \
+                each flow's fixed latency (ideal FCT less its serialization)",
             "schemes": "as in xpass-fattree",
         }),
     );

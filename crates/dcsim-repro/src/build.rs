@@ -1,0 +1,370 @@
+//! Typed scenario builders that the experiments share: the run settings, the topologies
+//! (dumbbell, parking lot, star, the ExpressPass fat-tree), each scheme's queues and
+//! transport, traffic patterns and time series. An experiment starts from
+//! [`scenario`], lets a scheme [configure](Scheme::configure) it and adds its traffic.
+
+use dcsim::engine::Dur;
+use dcsim::net::qdisc::{Amount, CreditShaperConfig, DropTailConfig, EcnConfig, QdiscSpec};
+use dcsim::net::topo::{
+    DumbbellSpec, FatTreePreset, FatTreeSpec, LinkSpec, ParkingLotSpec, StarSpec,
+};
+use dcsim::net::{RoutingMode, RoutingSpec, TopologySpec};
+use dcsim::transport::cc::{CcSpec, DctcpConfig};
+use dcsim::transport::xpass::{Law, Profile, XpassConfig};
+use dcsim::transport::{TcpConfig, TransportSpec};
+use dcsim::workload::{BuiltinCdf, FlowSize, GeneratorSpec, LoadBasis, Ratio, SizeSpec};
+use dcsim::{
+    FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
+    ScenarioSpec, SimSpec, TimeseriesSpec, default_nic, default_queue,
+};
+
+/// A scenario on `topology` with run settings `sim` and every other table at its default
+/// (no traffic, no time series).
+pub fn scenario(sim: SimSpec, topology: TopologySpec) -> ScenarioSpec {
+    ScenarioSpec {
+        schema_version: SCHEMA_VERSION,
+        name: None,
+        description: None,
+        sim,
+        topology,
+        routing: RoutingSpec::default(),
+        queue: default_queue(),
+        nic: default_nic(),
+        transport: TransportSpec::default(),
+        transports: Default::default(),
+        flows: Vec::new(),
+        generators: Vec::new(),
+        output: OutputSpec::default(),
+        base_dir: None,
+    }
+}
+
+/// Run settings with seed 1: `duration` (`None`: until every flow is done and the network
+/// is empty) and the measurement window from `warmup`.
+pub fn sim(duration: Option<Dur>, warmup: Dur) -> SimSpec {
+    SimSpec {
+        duration,
+        seed: SEED,
+        warmup,
+        ..SimSpec::default()
+    }
+}
+
+/// A dumbbell of `pairs` pairs at `gbps` (host links 20 µs, bottleneck 10 µs: base RTT
+/// 100 µs).
+pub fn dumbbell(pairs: usize, gbps: u64) -> TopologySpec {
+    TopologySpec::Dumbbell(DumbbellSpec {
+        pairs: Some(pairs as u32),
+        host_link: Some(LinkSpec::new(gbps, 20)),
+        bottleneck: Some(LinkSpec::new(gbps, 10)),
+    })
+}
+
+/// A parking lot of `bottlenecks` links in series, with the topology's defaults (the
+/// ExpressPass parking-lot script's 10 Gb/s and 4 µs everywhere).
+pub fn parking_lot(bottlenecks: usize) -> TopologySpec {
+    TopologySpec::ParkingLot(ParkingLotSpec {
+        bottlenecks: Some(bottlenecks as u32),
+        host_link: None,
+        bottleneck: None,
+    })
+}
+
+/// `hosts` hosts on one switch, links of `gbps` and 5 µs.
+pub fn star(hosts: u32, gbps: u64) -> TopologySpec {
+    TopologySpec::Star(StarSpec {
+        hosts: Some(hosts),
+        host_link: Some(LinkSpec::new(gbps, 5)),
+    })
+}
+
+/// The ExpressPass fat-tree (preset `xpass`: 192 hosts, 32 ToRs, 16 aggregation and 8 core
+/// switches, 1 µs host delay) with every link at `gbps` and 4 µs.
+pub fn xpass_fat_tree(gbps: u64) -> TopologySpec {
+    let link = Some(LinkSpec::new(gbps, 4));
+    TopologySpec::FatTree(FatTreeSpec {
+        preset: Some(FatTreePreset::Xpass),
+        host_link: link,
+        tor_link: link,
+        core_link: link,
+        ..FatTreeSpec::default()
+    })
+}
+
+/// A long-lived flow from host `src` to host `dst` starting at `start`.
+pub fn flow(src: u32, dst: u32, start: Dur) -> FlowEntry {
+    FlowEntry {
+        src,
+        dst,
+        size: FlowSize(None),
+        start,
+        stop: None,
+        transport: None,
+    }
+}
+
+/// Long-lived flows between host pairs (the `pairs` pattern): flow `i` goes from host
+/// `src + i·src_step` to host `dst + i·dst_step` and starts at `i·start_every`; with
+/// `stop`, the flows leave in the order they joined, the first at `stop`, then one every
+/// `stop_every`. [`Pairs::new`] gives steps of 1, simultaneous starts and no stop.
+#[derive(Clone, Copy, Debug)]
+pub struct Pairs {
+    /// Number of flows.
+    pub count: usize,
+    /// First sender.
+    pub src: u32,
+    /// Sender step.
+    pub src_step: u32,
+    /// First receiver.
+    pub dst: u32,
+    /// Receiver step.
+    pub dst_step: u32,
+    /// Gap between starts.
+    pub start_every: Dur,
+    /// Stop time of the first flow to leave, if the flows leave.
+    pub stop: Option<Dur>,
+    /// Gap between stops.
+    pub stop_every: Dur,
+}
+
+impl Pairs {
+    /// `count` flows from `src, src + 1, …` to `dst, dst + 1, …`, all from t = 0, never
+    /// stopping.
+    pub fn new(count: usize, src: u32, dst: u32) -> Self {
+        Self {
+            count,
+            src,
+            src_step: 1,
+            dst,
+            dst_step: 1,
+            start_every: Dur::ZERO,
+            stop: None,
+            stop_every: Dur::ZERO,
+        }
+    }
+
+    /// The pattern, with the default transport.
+    pub fn entry(self) -> GeneratorEntry {
+        GeneratorEntry {
+            pattern: GeneratorSpec::Pairs {
+                count: self.count as u32,
+                src: self.src,
+                dst: self.dst,
+                src_step: self.src_step,
+                dst_step: self.dst_step,
+                size: FlowSize(None),
+                start: Dur::ZERO,
+                start_every: self.start_every,
+                stop: self.stop,
+                stop_every: self.stop_every,
+                leave_order: Default::default(),
+            },
+            transport: None,
+        }
+    }
+}
+
+/// Poisson arrivals of `max_flows` flows with sizes from `cdf` at `load` of the capacity
+/// that `basis` names, counted in wire bytes (1538 per 1460 of payload, as the ExpressPass
+/// script); source uniform, destination uniform among the others.
+pub fn poisson(load: f64, basis: LoadBasis, cdf: BuiltinCdf, max_flows: u64) -> GeneratorEntry {
+    GeneratorEntry {
+        pattern: GeneratorSpec::Poisson {
+            flow_size: SizeSpec::Cdf(cdf),
+            load,
+            load_relative_to: basis,
+            oversubscription: None,
+            wire_factor: Ratio::new(1538.0, 1460.0).expect("a positive ratio"),
+            mean_size_for_load: None,
+            first: 0,
+            hosts: None,
+            destinations: Default::default(),
+            hosts_per_rack: None,
+            start: Dur::ZERO,
+            max_flows: Some(max_flows),
+            until: None,
+        },
+        transport: None,
+    }
+}
+
+/// Samples every `every` the goodput of every flow and the queues of `ports` (labels
+/// `"node->peer"`).
+pub fn timeseries(every: Dur, ports: &[&str]) -> OutputSpec {
+    OutputSpec {
+        timeseries: Some(TimeseriesSpec {
+            every,
+            flows: FlowSelection::Keyword(FlowKeyword::All),
+            cwnd: false,
+            ports: ports.iter().map(|p| (*p).to_string()).collect(),
+        }),
+    }
+}
+
+/// A scheme's switch and NIC queue configuration and transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// ExpressPass with a feedback law, in the authors' microbenchmark setting.
+    Xpass(Law),
+    /// DCTCP with K and g for the link speed (K = 65, g = 1/16 at 10 Gb/s; K = 650,
+    /// g = 0.01976 at 100 Gb/s; K scaled with the speed in between).
+    Dctcp,
+}
+
+/// Queue discipline of the host NICs under ExpressPass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nics {
+    /// Drop-tail only: credits leave at line rate.
+    DropTail,
+    /// Credit shaping, as on switch ports. A receiver with several flows needs it (a
+    /// shuffle, an incast): otherwise its credits leave at line rate and only the senders'
+    /// ports limit them, one sender at a time.
+    CreditShaped,
+}
+
+impl Scheme {
+    /// Short name for result keys.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Xpass(Law::Paper) => "expresspass",
+            Self::Xpass(_) => "expresspass-code",
+            Self::Dctcp => "dctcp",
+        }
+    }
+
+    /// Sets routing, switch queues, NIC queues and transport of `s` for links of `gbps`,
+    /// with `credit_buffer` credits (ExpressPass) and `nics` (ExpressPass; DCTCP's NICs are
+    /// drop-tail).
+    pub fn configure(self, s: &mut ScenarioSpec, gbps: u64, credit_buffer: u64, nics: Nics) {
+        let nic = drop_tail(1_538_000);
+        s.routing = symmetric_ecmp();
+        match self {
+            // The authors' ns-2 microbenchmark scripts (dumbbell, parking lot,
+            // multi-bottleneck): credit shaping on switch ports only (host uplinks are plain
+            // drop-tail), 2-credit queues, the default 10-credit burst, data queues of 100
+            // packets, and the ns-2 defaults α = w_init = 0.5 (the scripts' own settings of
+            // w do not take effect, see expresspass.md §1.6.4).
+            Self::Xpass(law) => {
+                let shaper = |inner| credit_shaper(credit_buffer, 10, inner);
+                s.queue = shaper(drop_tail(100 * 1538 * gbps.div_ceil(10)));
+                s.nic = match nics {
+                    Nics::DropTail => nic,
+                    Nics::CreditShaped => shaper(nic),
+                };
+                s.transport = TransportSpec::Expresspass(XpassConfig {
+                    profile: Some(Profile::Paper),
+                    law: Some(law),
+                    alpha: Some(0.5),
+                    w_init: Some(0.5),
+                    ..XpassConfig::default()
+                });
+            }
+            Self::Dctcp => {
+                let (k, g) = if gbps >= 100 {
+                    (650, 0.01976)
+                } else {
+                    (65 * gbps.div_ceil(10), 1.0 / 16.0)
+                };
+                s.queue = QdiscSpec::Ecn(EcnConfig {
+                    buffer: Amount::Packets((4 * k).max(250)),
+                    mark_threshold: Amount::Packets(k),
+                });
+                s.nic = nic;
+                s.transport = dctcp(g);
+            }
+        }
+    }
+}
+
+/// A scheme of the fat-tree comparison (and of `fct-oracle`). HULL and DX join this list
+/// when they exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FatTreeScheme {
+    /// ExpressPass with the fat-tree script's settings.
+    Xpass,
+    /// DCTCP, K = 65 packets per 10 Gb/s, g = 1/16.
+    Dctcp,
+}
+
+impl FatTreeScheme {
+    /// Short name for result keys.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Xpass => "expresspass",
+            Self::Dctcp => "dctcp",
+        }
+    }
+
+    /// Sets routing, switch queues, NIC queues and transport of `s` for links of `gbps`.
+    /// Switch data buffers are the script's 250 packets of 1538 B per 10 Gb/s, NIC buffers
+    /// 1000; DCTCP marks at K = 65 packets per 10 Gb/s (so buffer/K is the same at both
+    /// speeds).
+    pub fn configure(self, s: &mut ScenarioSpec, gbps: u64) {
+        let scale = gbps.div_ceil(10);
+        let (buffer, nic) = (250 * 1538 * scale, 1000 * 1538);
+        s.routing = symmetric_ecmp();
+        match self {
+            // The fat-tree script: credit shaping on every port including host NICs,
+            // 8-credit queues (672 B), a 2-credit burst (168 B), credit sizes 76..92 B, the
+            // HEAD feedback law with AIR and ECS (profile `code`), w_init = 1/16.
+            Self::Xpass => {
+                s.queue = credit_shaper(8, 2, drop_tail(buffer));
+                s.nic = credit_shaper(8, 2, drop_tail(nic));
+                s.transport = TransportSpec::Expresspass(XpassConfig {
+                    profile: Some(Profile::Code),
+                    w_init: Some(0.0625),
+                    credit_size: Some([76, 92]),
+                    ..XpassConfig::default()
+                });
+            }
+            Self::Dctcp => {
+                s.queue = QdiscSpec::Ecn(EcnConfig {
+                    buffer: Amount::Bytes(buffer),
+                    mark_threshold: Amount::Packets(65 * scale),
+                });
+                s.nic = drop_tail(nic);
+                s.transport = dctcp(0.0625);
+            }
+        }
+    }
+}
+
+/// Symmetric per-flow ECMP (ExpressPass needs credits and data on the same path).
+fn symmetric_ecmp() -> RoutingSpec {
+    RoutingSpec {
+        mode: RoutingMode::SymmetricEcmp,
+        salt: 0,
+    }
+}
+
+/// Drop-tail with a buffer of `bytes`.
+fn drop_tail(bytes: u64) -> QdiscSpec {
+    QdiscSpec::DropTail(DropTailConfig {
+        buffer: Amount::Bytes(bytes),
+    })
+}
+
+/// ExpressPass's credit shaper: queues of `credits` credits, a bucket of `burst` credits,
+/// and `inner` for everything else.
+fn credit_shaper(credits: u64, burst: u64, inner: QdiscSpec) -> QdiscSpec {
+    QdiscSpec::Credit(CreditShaperConfig {
+        credit_buffer: Amount::Packets(credits),
+        credit_burst: Amount::Packets(burst),
+        inner: Box::new(inner),
+        ..CreditShaperConfig::default()
+    })
+}
+
+/// TCP with DCTCP of gain `g` (every other parameter at its default).
+fn dctcp(g: f64) -> TransportSpec {
+    TransportSpec::Tcp(TcpConfig {
+        cc: CcSpec::Dctcp(DctcpConfig {
+            g,
+            ..DctcpConfig::default()
+        }),
+        ..TcpConfig::default()
+    })
+}
+
+/// The seed of every experiment's runs.
+const SEED: u64 = 1;
