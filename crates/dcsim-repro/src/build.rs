@@ -12,7 +12,9 @@ use dcsim::net::{RoutingMode, RoutingSpec, TopologySpec};
 use dcsim::transport::cc::{CcSpec, DctcpConfig};
 use dcsim::transport::xpass::{Law, Profile, XpassConfig};
 use dcsim::transport::{TcpConfig, TransportSpec};
-use dcsim::workload::{BuiltinCdf, FlowSize, GeneratorSpec, LoadBasis, Ratio, SizeSpec};
+use dcsim::workload::{
+    BuiltinCdf, FlowSize, GeneratorSpec, LoadBasis, PairsSpec, PoissonSpec, Ratio, SizeSpec,
+};
 use dcsim::{
     FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
     ScenarioSpec, SimSpec, TimeseriesSpec, default_nic, default_queue,
@@ -146,7 +148,7 @@ impl Pairs {
     /// The pattern, with the default transport.
     pub fn entry(self) -> GeneratorEntry {
         GeneratorEntry {
-            pattern: GeneratorSpec::Pairs {
+            pattern: GeneratorSpec::Pairs(PairsSpec {
                 count: self.count as u32,
                 src: self.src,
                 dst: self.dst,
@@ -158,7 +160,7 @@ impl Pairs {
                 stop: self.stop,
                 stop_every: self.stop_every,
                 leave_order: Default::default(),
-            },
+            }),
             transport: None,
         }
     }
@@ -169,7 +171,7 @@ impl Pairs {
 /// script); source uniform, destination uniform among the others.
 pub fn poisson(load: f64, basis: LoadBasis, cdf: BuiltinCdf, max_flows: u64) -> GeneratorEntry {
     GeneratorEntry {
-        pattern: GeneratorSpec::Poisson {
+        pattern: GeneratorSpec::Poisson(PoissonSpec {
             flow_size: SizeSpec::Cdf(cdf),
             load,
             load_relative_to: basis,
@@ -183,7 +185,7 @@ pub fn poisson(load: f64, basis: LoadBasis, cdf: BuiltinCdf, max_flows: u64) -> 
             start: Dur::ZERO,
             max_flows: Some(max_flows),
             until: None,
-        },
+        }),
         transport: None,
     }
 }
