@@ -149,8 +149,6 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
     )
 }
 
-/// Convergence time after `join_us`: the start of the first window of `w` bins in which
-/// both flows stay within 10 % of `fair` Gb/s. `None` if no such window exists.
 /// Convergence time after `join_us`: the end of the first bin from which both flows,
 /// averaged over the trailing `smooth` bins, stay within 10 % of `fair` Gb/s until the end
 /// of the run, minus the join time. `None` if they never settle.

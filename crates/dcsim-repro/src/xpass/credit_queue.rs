@@ -50,7 +50,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             "flows": 32,
             "topology": "dumbbell, 10 Gb/s, base RTT 100 us",
             "profile": "paper",
-            "credit_burst": "2 credits",
+            "credit_burst": "10 credits (the ns-2 default the microbenchmark scripts keep)",
             "warmup": format!("{warm_ms}ms"),
             "duration": format!("{dur_ms}ms"),
         }),
