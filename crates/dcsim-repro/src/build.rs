@@ -4,12 +4,15 @@
 //! [`scenario`], lets a scheme [configure](Scheme::configure) it and adds its traffic.
 
 use dcsim::engine::Dur;
-use dcsim::net::qdisc::{Amount, CreditShaperConfig, DropTailConfig, EcnConfig, QdiscSpec};
+use dcsim::net::qdisc::{
+    Amount, CreditShaperConfig, DropTailConfig, EcnConfig, PhantomConfig, QdiscSpec,
+    RcpRouterConfig,
+};
 use dcsim::net::topo::{
     DumbbellSpec, FatTreePreset, FatTreeSpec, LinkSpec, ParkingLotSpec, StarSpec,
 };
 use dcsim::net::{RoutingMode, RoutingSpec, TopologySpec};
-use dcsim::transport::cc::{CcSpec, DctcpConfig};
+use dcsim::transport::cc::{CcSpec, DctcpConfig, DxConfig, HullConfig, RcpConfig};
 use dcsim::transport::xpass::{Law, Profile, XpassConfig};
 use dcsim::transport::{TcpConfig, TransportSpec};
 use dcsim::workload::{
@@ -211,6 +214,9 @@ pub enum Scheme {
     /// DCTCP with K and g for the link speed (K = 65, g = 1/16 at 10 Gb/s; K = 650,
     /// g = 0.01976 at 100 Gb/s; K scaled with the speed in between).
     Dctcp,
+    /// RCP: routers on every switch port (the original paper's α = 0.1, β = 1, d̄ = the
+    /// 100 µs base RTT, 250-packet buffers per 10 Gb/s), senders paced at the echoed rate.
+    Rcp,
 }
 
 /// Queue discipline of the host NICs under ExpressPass.
@@ -231,6 +237,7 @@ impl Scheme {
             Self::Xpass(Law::Paper) => "expresspass",
             Self::Xpass(_) => "expresspass-code",
             Self::Dctcp => "dctcp",
+            Self::Rcp => "rcp",
         }
     }
 
@@ -274,18 +281,32 @@ impl Scheme {
                 s.nic = nic;
                 s.transport = dctcp(g);
             }
+            Self::Rcp => {
+                s.queue = QdiscSpec::Rcp(RcpRouterConfig {
+                    rtt: Dur::from_us(100),
+                    inner: Box::new(drop_tail(250 * 1538 * gbps.div_ceil(10))),
+                    ..RcpRouterConfig::default()
+                });
+                s.nic = nic;
+                s.transport = tcp(CcSpec::Rcp(RcpConfig::default()));
+            }
         }
     }
 }
 
-/// A scheme of the fat-tree comparison (and of `fct-oracle`). HULL and DX join this list
-/// when they exist.
+/// A scheme of the fat-tree comparison (and of `fct-oracle`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FatTreeScheme {
     /// ExpressPass with the fat-tree script's settings.
     Xpass,
     /// DCTCP, K = 65 packets per 10 Gb/s, g = 1/16.
     Dctcp,
+    /// HULL: phantom queues (γ = 0.95, 1 KB) on every switch port, DCTCP hosts with the
+    /// NIC pacer (docs/protocols/hull.md).
+    Hull,
+    /// DX with exact queueing-delay feedback, drop-tail switch ports
+    /// (docs/protocols/dx.md).
+    Dx,
 }
 
 impl FatTreeScheme {
@@ -294,6 +315,8 @@ impl FatTreeScheme {
         match self {
             Self::Xpass => "expresspass",
             Self::Dctcp => "dctcp",
+            Self::Hull => "hull",
+            Self::Dx => "dx",
         }
     }
 
@@ -327,6 +350,21 @@ impl FatTreeScheme {
                 s.nic = drop_tail(nic);
                 s.transport = dctcp(0.0625);
             }
+            // experiments.md: "HULL (target utilization 0.95)"; the paper's other HULL
+            // settings are not known, so HULL's own (docs/protocols/hull.md).
+            Self::Hull => {
+                s.queue = QdiscSpec::Phantom(PhantomConfig {
+                    inner: Box::new(drop_tail(buffer)),
+                    ..PhantomConfig::default()
+                });
+                s.nic = drop_tail(nic);
+                s.transport = tcp(CcSpec::Hull(HullConfig::default()));
+            }
+            Self::Dx => {
+                s.queue = drop_tail(buffer);
+                s.nic = drop_tail(nic);
+                s.transport = tcp(CcSpec::Dx(DxConfig::default()));
+            }
         }
     }
 }
@@ -354,6 +392,14 @@ fn credit_shaper(credits: u64, burst: u64, inner: QdiscSpec) -> QdiscSpec {
         credit_burst: Amount::Packets(burst),
         inner: Box::new(inner),
         ..CreditShaperConfig::default()
+    })
+}
+
+/// TCP with controller `cc` (every other parameter at its default).
+pub fn tcp(cc: CcSpec) -> TransportSpec {
+    TransportSpec::Tcp(TcpConfig {
+        cc,
+        ..TcpConfig::default()
     })
 }
 

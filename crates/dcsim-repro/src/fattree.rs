@@ -15,7 +15,7 @@ use crate::build::{self, FatTreeScheme as Scheme};
 use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, to_series};
 
 /// Every scheme that exists, in the order of the tables.
-const SCHEMES: &[Scheme] = &[Scheme::Xpass, Scheme::Dctcp];
+const SCHEMES: &[Scheme] = &[Scheme::Xpass, Scheme::Dctcp, Scheme::Hull, Scheme::Dx];
 
 /// The workloads: (key, built-in CDF).
 const WORKLOADS: &[(&str, BuiltinCdf)] = &[
@@ -230,6 +230,11 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
             "expresspass": "profile code (HEAD law, AIR, ECS), w_init = 1/16, credit sizes 76..92 \
                 B, 8-credit queues and 2-credit bursts on every port incl. NICs",
             "dctcp": "K = 65 packets per 10 Gb/s, g = 1/16, min RTO 1 ms",
+            "hull": "phantom queues on every switch port (gamma 0.95, mark above 1 KB), DCTCP \
+                hosts (g = 1/16) with the NIC pacer (eta 0.125, beta 1, T_r 64 us, association \
+                1/8 per ECN echo for 10 ms); not the paper's settings, which are unknown",
+            "dx": "exact queueing-delay feedback, V = T + Q, mean per window, drop-tail switch \
+                ports; not the paper's settings, which are unknown",
             "buffers": "switch ports 250 x 1538 B per 10 Gb/s, NICs 1000 x 1538 B",
             "kb": "1000 B",
             "seed": 1,

@@ -10,6 +10,7 @@
 
 mod build;
 mod common;
+mod dx;
 mod fattree;
 mod oracle;
 mod xpass;
@@ -33,8 +34,8 @@ pub struct Experiment {
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "xpass-convergence",
-        description: "a second flow joins: ExpressPass vs DCTCP at 10 and 100 Gb/s, convergence \
-            time",
+        description: "a second flow joins: ExpressPass vs DCTCP and RCP at 10 and 100 Gb/s, \
+            convergence time",
         run: xpass::convergence::run,
     },
     Experiment {
@@ -74,9 +75,15 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "xpass-fattree",
-        description: "192-host fat-tree, data mining and web search at load 0.6, 10 and 40 Gb/s: \
-            FCT per size bucket, queues per tier",
+        description: "192-host fat-tree, data mining and web search at load 0.6, 10 and 40 Gb/s, \
+            ExpressPass, DCTCP, HULL, DX: FCT per size bucket, queues per tier",
         run: fattree::fattree,
+    },
+    Experiment {
+        name: "dx-queue",
+        description: "2-30 long flows on a 1 or 10 Gb/s bottleneck: DX vs DCTCP queueing delay \
+            and utilization; DX under timestamp errors",
+        run: dx::dx_queue,
     },
     Experiment {
         name: "fct-oracle",

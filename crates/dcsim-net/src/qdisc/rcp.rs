@@ -32,6 +32,9 @@ pub struct RcpRouterConfig {
     /// Initial R as a fraction of the line rate (`init_rate_fact_`; third-party scripts
     /// use 0.05 to 0.1).
     pub init_rate: f64,
+    /// The smallest R, in full (1538 B) packets per d̄ (the code's `min_pprtt`; its value
+    /// in the ExpressPass runs is not known, 1 here).
+    pub min_pkts_per_rtt: f64,
     /// The discipline that holds the packets (default drop-tail, 250 packets).
     pub inner: Box<QdiscSpec>,
 }
@@ -45,6 +48,7 @@ impl Default for RcpRouterConfig {
             rtt: Dur::from_us(100),
             interval: None,
             init_rate: 0.05,
+            min_pkts_per_rtt: 1.0,
             inner: Box::new(QdiscSpec::DropTail(DropTailConfig {
                 buffer: Amount::Packets(250),
             })),
@@ -56,7 +60,7 @@ impl Default for RcpRouterConfig {
 ///
 /// Every interval T (the first one jittered, Normal(T, 0.2·T), as in the code):
 /// `R ← R·[1 + (T/d̄)·(α·(γC − y) − β·q/d̄)/(γC)]`, clamped to
-/// `[one full packet per d̄, γC]`, where y is the rate of the bytes that arrived in the
+/// `[min_pkts_per_rtt full packets per d̄, γC]`, where y is the rate of the bytes that arrived in the
 /// interval and q the queue at its end. Data packets leaving the port carry
 /// `min(their stamp, R)`.
 ///
@@ -96,7 +100,8 @@ impl RcpRouter {
         let first = interval.mul_f64((1.0 + 0.2 * z).clamp(0.2, 1.8));
         Self {
             target: cfg.gamma * c,
-            floor: f64::from(MAX_WIRE_BYTES) / cfg.rtt.as_secs_f64(),
+            floor: (cfg.min_pkts_per_rtt * f64::from(MAX_WIRE_BYTES) / cfg.rtt.as_secs_f64())
+                .min(cfg.gamma * c),
             rate: cfg.init_rate * c,
             interval,
             next_update: Time::from_dur(first),
@@ -150,6 +155,12 @@ impl RcpRouterConfig {
         }
         if !(self.gamma > 0.0 && self.gamma <= 1.0) {
             return Err(format!("gamma: must be in (0, 1], got {}", self.gamma));
+        }
+        if !(self.min_pkts_per_rtt > 0.0 && self.min_pkts_per_rtt.is_finite()) {
+            return Err(format!(
+                "min_pkts_per_rtt: must be greater than zero, got {}",
+                self.min_pkts_per_rtt
+            ));
         }
         if !(self.init_rate > 0.0 && self.init_rate <= 1.0) {
             return Err(format!(

@@ -1,5 +1,5 @@
-//! `xpass-convergence`: one long flow, a second joins; ExpressPass (paper law) vs DCTCP at
-//! 10 and 100 Gb/s, base RTT 100 µs.
+//! `xpass-convergence`: one long flow, a second joins; ExpressPass (paper and code laws) vs
+//! DCTCP and RCP at 10 and 100 Gb/s, base RTT 100 µs.
 
 use dcsim::engine::Dur;
 use dcsim::transport::xpass::Law;
@@ -9,8 +9,8 @@ use super::{data_drops, dumbbell, finish, goodputs};
 use crate::build::{self, Scheme};
 use crate::common::{Ctx, Panel, Plot, RunSpec, Series, k, mean, put, to_series};
 
-/// `xpass-convergence`: one long flow, a second joins; ExpressPass (paper law) vs DCTCP at
-/// 10 and 100 Gb/s, base RTT 100 µs.
+/// `xpass-convergence`: one long flow, a second joins; ExpressPass (paper and code laws) vs
+/// DCTCP and RCP at 10 and 100 Gb/s, base RTT 100 µs.
 pub fn run(ctx: &Ctx) -> Result<Value, String> {
     let mut runs = Vec::new();
     let mut cases = Vec::new();
@@ -19,10 +19,14 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             Scheme::Xpass(Law::Paper),
             Scheme::Xpass(Law::Code),
             Scheme::Dctcp,
+            Scheme::Rcp,
         ] {
-            // Throughput per RTT for ExpressPass, per 10 RTTs for DCTCP (as the paper plots).
+            // Throughput per RTT for ExpressPass and RCP, per 10 RTTs for DCTCP (as the paper
+            // plots). RCP's lone flow starts at 5 % of the link and needs about 15 ms to
+            // reach it, hence its later join.
             let (bin_us, join_ms, after_ms) = match scheme {
                 Scheme::Xpass(_) => (100u64, 2u64, ctx.pick(5, 20)),
+                Scheme::Rcp => (100, 20, ctx.pick(20, 60)),
                 Scheme::Dctcp => (
                     1000,
                     20,
@@ -55,9 +59,9 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             .map(|p| p.1)
             .collect();
         let fair = mean(&alone) / 2.0;
-        // ExpressPass bins are one RTT; a 5-RTT trailing average keeps per-RTT packet
-        // quantization (about ±2 packets of 40) from reading as non-convergence.
-        let smooth = if matches!(scheme, Scheme::Xpass(_)) {
+        // ExpressPass and RCP bins are one RTT; a 5-RTT trailing average keeps per-RTT
+        // packet quantization (about ±2 packets of 40) from reading as non-convergence.
+        let smooth = if matches!(scheme, Scheme::Xpass(_) | Scheme::Rcp) {
             5
         } else {
             1
@@ -114,7 +118,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
                     to_series(format!("flow {i}"), &pts)
                 })
                 .collect();
-            let per = if matches!(scheme, Scheme::Xpass(_)) {
+            let per = if matches!(scheme, Scheme::Xpass(_) | Scheme::Rcp) {
                 "per RTT"
             } else {
                 "per 10 RTTs"
@@ -142,9 +146,12 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
                 jitter +-0.1",
             "dctcp": "K = 65, g = 1/16 at 10 Gb/s; K = 650, g = 0.01976 at 100 Gb/s; buffers 4K \
                 packets",
+            "rcp": "routers on switch ports: alpha 0.1, beta 1 (original paper), d-bar 100 us, \
+                init rate 0.05 C, drop-tail 250 packets per 10 Gb/s; senders start at 0.05 of \
+                their link, window 2 rate-delay products; join at 20 ms",
             "convergence": "end of the first bin from which both flows stay within 10 % of half \
                 the single-flow goodput until the end of the run, minus the join time; bins of 1 \
-                RTT averaged over the trailing 5 (ExpressPass) or of 10 RTTs (DCTCP)",
+                RTT averaged over the trailing 5 (ExpressPass, RCP) or of 10 RTTs (DCTCP)",
         }),
     )
 }

@@ -16,7 +16,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
     let ns: Vec<usize> = ctx.pick(vec![4, 16, 64], vec![4, 16, 64, 256, 1024, 2048]);
     let interval_ms: u64 = ctx.pick(10, 100);
     let (warm_ms, dur_ms) = ctx.pick((40u64, 100u64), (200, 1200));
-    let schemes = [Scheme::Xpass(Law::Paper), Scheme::Dctcp];
+    let schemes = [Scheme::Xpass(Law::Paper), Scheme::Dctcp, Scheme::Rcp];
     let mut runs = Vec::new();
     let mut cases = Vec::new();
     for &n in &ns {
@@ -106,6 +106,9 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             "starts": "evenly spread over the first 10 ms",
             "topology": "dumbbell N pairs, 10 Gb/s, base RTT 100 us",
             "dctcp_min_cwnd_pkts": 2,
+            "rcp": "routers on switch ports: alpha 0.1, beta 1, d-bar 100 us, init rate 0.05 C, \
+                drop-tail 250 packets; senders paced at the echoed rate, window 2 rate-delay \
+                products (at least 2 segments)",
         }),
     )
 }
