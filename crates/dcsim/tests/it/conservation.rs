@@ -21,9 +21,17 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         }
         // ExpressPass with data buffers of 2 packets: data is lost, so NACK-based recovery
         // (including tail loss) is exercised.
-        _ => {
+        4 => {
             "kind = \"credit-shaper\"\ncredit_buffer = \"2pkts\"\ninner = { kind = \"droptail\", buffer = \"2pkts\" }"
         }
+        // HULL: phantom queues over small buffers (the port stays a FIFO port).
+        5 => {
+            "kind = \"phantom\"\nmark_threshold = \"1KB\"\ninner = { kind = \"droptail\", buffer = \"12KB\" }"
+        }
+        // RCP: rate-stamping routers (evented ports) over small buffers.
+        6 => "kind = \"rcp\"\nrtt = \"20us\"\ninner = { kind = \"droptail\", buffer = \"12KB\" }",
+        // DX on drop-tail, with queue-delay telemetry on.
+        _ => "kind = \"droptail\"\nbuffer = \"12KB\"",
     };
     let xpass = qdisc == 4;
     let mode = if xpass {
@@ -33,6 +41,11 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
     };
     let transport = match qdisc {
         1 => "kind = \"tcp\"\ncc = \"dctcp\"\nmin_rto = \"200us\"",
+        5 => {
+            "kind = \"tcp\"\ncc = { kind = \"hull\", associate_probability = 1.0 }\nmin_rto = \"200us\""
+        }
+        6 => "kind = \"tcp\"\ncc = \"rcp\"\nmin_rto = \"200us\"",
+        7 => "kind = \"tcp\"\ncc = \"dx\"\nmin_rto = \"200us\"",
         4 => [
             "kind = \"expresspass\"\nprofile = \"paper\"",
             "kind = \"expresspass\"\nprofile = \"code\"\ncredit_size = [76, 92]",
@@ -63,12 +76,12 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn drained_runs_conserve_packets_and_complete_every_flow(
         topo in 0u8..4,
-        qdisc in 0u8..5,
+        qdisc in 0u8..8,
         routing in 0u8..3,
         flows in proptest::collection::vec((0u8..16, 0u8..16, 1u32..300_000, 0u16..200), 1..10),
     ) {
