@@ -26,7 +26,7 @@ impl Network {
     /// frees, the queue never drains to the wake-up mark, and a flow that blocked (a new
     /// short flow behind long ones) starves for milliseconds. Refused senders join the
     /// waiting list in order and are woken round-robin.
-    #[inline]
+    #[inline(always)]
     pub fn nic_room<S: Schedule<NetEvent>>(
         &mut self,
         h: HostId,
