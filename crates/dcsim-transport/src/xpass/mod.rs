@@ -71,7 +71,7 @@ pub enum Profile {
 pub struct XpassConfig {
     /// Parameter profile (default `paper`).
     pub profile: Option<Profile>,
-    /// Feedback law: `none`, `workshop`, `paper` or `code`.
+    /// Feedback law: `none`, `workshop`, `paper`, `paper-literal` or `code`.
     pub law: Option<Law>,
     /// Initial credit rate as a fraction of the maximum (α).
     pub alpha: Option<f64>,

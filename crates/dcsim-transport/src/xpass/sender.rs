@@ -34,6 +34,7 @@ pub struct XpassSender {
     stop_sent_at: Time,
     ecs_checked_at: Time,
     credits_this_rtt: u64,
+    last_credit_at: Time,
     timers: TimerTable<2>,
     stats: XpassStats,
 }
@@ -53,6 +54,7 @@ impl XpassSender {
             stop_sent_at: Time::ZERO,
             ecs_checked_at: Time::ZERO,
             credits_this_rtt: 0,
+            last_credit_at: Time::ZERO,
             timers: TimerTable::default(),
             stats: XpassStats::default(),
         }
@@ -95,6 +97,7 @@ impl XpassSender {
         let now = cx.now();
         self.stats.credits_received += 1;
         self.credits_this_rtt += 1;
+        self.last_credit_at = now;
         if self.state == SendState::Requested {
             self.timers.cancel(T_REQ);
             self.req_backoff = 0;
@@ -189,7 +192,18 @@ impl XpassSender {
         if from < to {
             insert_range(&mut self.retx, from, to);
         }
-        if self.state == SendState::Stopped && self.has_data(cx.shared.limit_bytes) {
+        if !self.has_data(cx.shared.limit_bytes) {
+            return;
+        }
+        // Ask for credits again if stopped, or if credits have ceased while sending: a
+        // request lost after a stop, with a stray credit from before the stop switching
+        // the sender back to sending, would otherwise leave both ends waiting for ever
+        // (the receiver not crediting, the sender waiting for credits). A duplicate
+        // request to a receiver that is crediting is ignored.
+        let rtt = self.rtt.unwrap_or(self.p.rto);
+        let starved = self.state == SendState::Sending
+            && cx.now().saturating_since(self.last_credit_at) >= self.p.rto.max(rtt * 2);
+        if self.state == SendState::Stopped || starved {
             self.send_request(cx);
         }
     }
