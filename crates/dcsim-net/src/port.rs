@@ -256,17 +256,23 @@ impl Port {
 
     /// Brings the counters and the backlog up to `now` (call before reading them).
     pub fn settle(&mut self, now: Time, pool: &mut PacketPool) {
-        self.start_due(now, pool);
+        self.start_due::<false>(now, pool);
         self.account(now);
     }
 
     /// On a FIFO port: takes every packet whose transmission has started by `now` out of
     /// the discipline and the backlog, at its start time (what a `PortReady` would have
-    /// done then).
+    /// done then). With `ARRIVAL` (for an arriving packet), a transmission that starts at
+    /// `now` exactly is not yet taken out: an arrival is handled before a transmission
+    /// start at the same instant, as in ns-2 and ns-3, whose schedulers order equal-time
+    /// events by insertion (the arrival was scheduled a propagation delay earlier) and as
+    /// our own event-driven ports do. The other order hands the freed slot to the arrival
+    /// every time, which locks a flow whose NIC is back-to-back at the bottleneck's rate
+    /// onto the freed slots for ever and every other flow out (ARCHITECTURE.md, step 2).
     #[inline]
-    fn start_due(&mut self, now: Time, pool: &mut PacketPool) {
+    fn start_due<const ARRIVAL: bool>(&mut self, now: Time, pool: &mut PacketPool) {
         while let Some(&(start, size, class)) = self.starts.front() {
-            if start > now {
+            if start > now || (ARRIVAL && start == now) {
                 break;
             }
             self.starts.pop_front();
@@ -313,7 +319,7 @@ impl Port {
     #[inline]
     pub(crate) fn enqueue(&mut self, pkt: PacketId, now: Time, pool: &mut PacketPool) -> PortSched {
         if self.fifo {
-            self.start_due(now, pool);
+            self.start_due::<true>(now, pool);
         }
         let mut cx = QdiscCx {
             now,
@@ -395,7 +401,7 @@ impl Port {
         self.pending_at = Time::MAX;
         if self.fifo {
             // Only a wake-up for a waiting host: transmissions need no event.
-            self.start_due(now, pool);
+            self.start_due::<false>(now, pool);
             return PortSched {
                 ready_at: None,
                 arrive_at: None,
@@ -525,7 +531,7 @@ impl Port {
         if self.fifo {
             // The packet left the queue before it arrives: take it out of the discipline
             // before its receiver may free it.
-            self.start_due(now, pool);
+            self.start_due::<false>(now, pool);
         }
         let (t, pkt) = self
             .pipe

@@ -239,6 +239,26 @@ fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
     );
 }
 
+/// Two long NewReno flows share a full drop-tail bottleneck (the dumbbell's ECN queue drops
+/// Reno's packets, which are not ECN-capable). Both hosts' NICs run at the bottleneck's
+/// rate, so flow 0's back-to-back packets reach it exactly when a transmission starts;
+/// when a start freed its slot before an arrival at the same instant, flow 0 took every
+/// freed slot for good, never lost a packet, and flow 1 got nothing for 295 ms (8
+/// timeouts). Over the second half of the run each flow must have a fair part.
+#[test]
+fn two_reno_flows_share_a_drop_tail_bottleneck() {
+    let r = run(
+        "scenarios/dctcp-dumbbell.toml",
+        &["transport.cc=reno", "sim.duration=150ms", "sim.warmup=75ms"],
+    );
+    let g: Vec<f64> = r.flows.iter().map(|f| f.window_goodput_gbps).collect();
+    let total: f64 = g.iter().sum();
+    assert!(total > 9.0, "bottleneck underused: {g:?}");
+    for (i, x) in g.iter().enumerate() {
+        assert!(*x > 0.35 * total, "flow {i} locked out: {g:?}");
+    }
+}
+
 /// DCTCP with no ECN-marking switch behaves like NewReno: same window evolution, so the
 /// same output (the transport differs only in the ECN bit, which nobody reads here).
 #[test]
