@@ -228,6 +228,10 @@ pub enum Nics {
     /// shuffle, an incast): otherwise its credits leave at line rate and only the senders'
     /// ports limit them, one sender at a time.
     CreditShaped,
+    /// The same credit-shaping queue as the switch ports, data buffer included: the
+    /// authors' parking-lot and multi-bottleneck scripts build every link, host links
+    /// included, as a duplex `XPassDropTail` link, so both directions shape credits.
+    LikeSwitch,
 }
 
 impl Scheme {
@@ -249,16 +253,19 @@ impl Scheme {
         s.routing = symmetric_ecmp();
         match self {
             // The authors' ns-2 microbenchmark scripts (dumbbell, parking lot,
-            // multi-bottleneck): credit shaping on switch ports only (host uplinks are plain
-            // drop-tail), 2-credit queues, the default 10-credit burst, data queues of 100
-            // packets, and the ns-2 defaults α = w_init = 0.5 (the scripts' own settings of
-            // w do not take effect, see expresspass.md §1.6.4).
+            // multi-bottleneck): credit shaping on switch ports (the dumbbell's host uplinks
+            // are plain drop-tail; the parking lot and multi-bottleneck shape them too:
+            // `Nics::LikeSwitch`), 2-credit queues, the default 10-credit burst, data queues
+            // of 100 packets, and the ns-2 defaults α = w_init = 0.5 (the scripts' own
+            // settings of w do not take effect, see expresspass.md §1.6.4; the parking lot
+            // and multi-bottleneck set α = 1/32: `script_alpha`).
             Self::Xpass(law) => {
                 let shaper = |inner| credit_shaper(credit_buffer, 10, inner);
                 s.queue = shaper(drop_tail(100 * 1538 * gbps.div_ceil(10)));
                 s.nic = match nics {
                     Nics::DropTail => nic,
                     Nics::CreditShaped => shaper(nic),
+                    Nics::LikeSwitch => s.queue.clone(),
                 };
                 s.transport = TransportSpec::Expresspass(XpassConfig {
                     profile: Some(Profile::Paper),
@@ -374,6 +381,37 @@ fn symmetric_ecmp() -> RoutingSpec {
     RoutingSpec {
         mode: RoutingMode::SymmetricEcmp,
         salt: 0,
+    }
+}
+
+/// Sets ExpressPass's initial rate α to 1/32, as the authors' parking-lot and
+/// multi-bottleneck scripts do (`Agent/XPass set alpha_`; their `w_` line names no bound
+/// variable, so w_init stays at the ns-2 default 0.5).
+pub fn script_alpha(s: &mut ScenarioSpec) {
+    xpass_alpha(s, 1.0 / 32.0);
+}
+
+/// Sets the token bucket of every credit shaper (switch ports, and NICs if they shape) to
+/// `credits` credits.
+pub fn credit_burst(s: &mut ScenarioSpec, credits: u64) {
+    for q in [&mut s.queue, &mut s.nic] {
+        if let QdiscSpec::Credit(c) = q {
+            c.credit_burst = Amount::Packets(credits);
+        }
+    }
+}
+
+/// Sets ExpressPass's credit-gap jitter to ±`j` of the gap.
+pub fn xpass_jitter(s: &mut ScenarioSpec, j: f64) {
+    if let TransportSpec::Expresspass(c) = &mut s.transport {
+        c.jitter = Some([-j, j]);
+    }
+}
+
+/// Sets ExpressPass's initial rate α (a fraction of the maximum credit rate).
+pub fn xpass_alpha(s: &mut ScenarioSpec, alpha: f64) {
+    if let TransportSpec::Expresspass(c) = &mut s.transport {
+        c.alpha = Some(alpha);
     }
 }
 

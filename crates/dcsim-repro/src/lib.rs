@@ -55,7 +55,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "xpass-multi-bottleneck-fairness",
-        description: "flow 0 crosses two links, N flows share one: share vs max-min",
+        description: "one sender, N + 1 flows; N flows' credits squeezed upstream: flow 0's share vs max-min",
         run: xpass::multi_bottleneck_fairness::run,
     },
     Experiment {

@@ -39,11 +39,11 @@ fn dumbbell(
     s
 }
 
-/// `n` long-lived ExpressPass flows (paper law) on a dumbbell of `n` pairs at 10 Gb/s,
-/// left host `i` to right host `i`, starting 10 µs apart, with `credit_buffer`-credit
-/// queues and run settings `sim`.
-fn staggered_xpass(n: usize, credit_buffer: u64, sim: SimSpec) -> ScenarioSpec {
-    let mut s = dumbbell(n, 10, Scheme::Xpass(Law::Paper), credit_buffer, sim);
+/// `n` long-lived ExpressPass flows with feedback law `law` on a dumbbell of `n` pairs at
+/// 10 Gb/s, left host `i` to right host `i`, starting 10 µs apart, with
+/// `credit_buffer`-credit queues and run settings `sim`.
+fn staggered_xpass_law(n: usize, law: Law, credit_buffer: u64, sim: SimSpec) -> ScenarioSpec {
+    let mut s = dumbbell(n, 10, Scheme::Xpass(law), credit_buffer, sim);
     s.generators = vec![
         Pairs {
             start_every: Dur::from_us(10),
@@ -74,11 +74,13 @@ fn parking_lot_runs(
 }
 
 /// A parking lot of `n` bottlenecks (10 Gb/s, 4 µs links) with run settings `sim`,
-/// ExpressPass in the microbenchmark setting with feedback law `law`, a long flow from
-/// host 0 to host 1 across every link, and the flows of `cross`.
+/// ExpressPass as the authors' parking-lot script sets it up (credit-shaped host links,
+/// α = 1/32) with feedback law `law`, a long flow from host 0 to host 1 across every link,
+/// and the flows of `cross`.
 fn parking_lot(n: usize, law: Law, sim: SimSpec, cross: Pairs) -> ScenarioSpec {
     let mut s = build::scenario(sim, build::parking_lot(n));
-    Scheme::Xpass(law).configure(&mut s, 10, 2, Nics::DropTail);
+    Scheme::Xpass(law).configure(&mut s, 10, 2, Nics::LikeSwitch);
+    build::script_alpha(&mut s);
     s.flows = vec![build::flow(0, 1, Dur::ZERO)];
     s.generators = vec![cross.entry()];
     s
@@ -134,10 +136,12 @@ fn window_secs(r: &Results) -> f64 {
     ((end - start) / 1e9).max(1e-12)
 }
 
-/// The feedback laws compared on the parking lot, with their result keys.
-const LAWS: [(&str, Law); 4] = [
+/// The feedback laws compared on the parking lot and the multi-bottleneck, with their
+/// result keys (`paper-literal`, Algorithm 1 as printed, is our extra series).
+const LAWS: [(&str, Law); 5] = [
     ("none", Law::None),
     ("workshop", Law::Workshop),
     ("paper", Law::Paper),
+    ("paper-literal", Law::PaperLiteral),
     ("code", Law::Code),
 ];
