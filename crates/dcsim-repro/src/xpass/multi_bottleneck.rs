@@ -62,7 +62,13 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             "topology": "parking lot, 10 Gb/s, 4 us links",
             "flows": "long flow 0->1 across all links, one cross flow per link, all from t = 0",
             "normalization": "data bytes / (rate x window), divided by 1538/1622",
-            "profile": "paper, with law overridden",
+            "expresspass": "the authors' parking-lot.tcl: credit shaping on every port, host \
+                links included (duplex XPassDropTail), 2-credit queues, 10-credit burst (the \
+                script's maxCrditBurst is never applied), data queues 100 packets (the script \
+                sets 250 on the forward directions; the largest ExpressPass data queue of the \
+                full form is 36.9 KB), alpha = 1/32 (script), w_init = 0.5 (the script's w_ \
+                line binds nothing), jitter +-0.1; laws none, workshop, paper, paper-literal, \
+                code",
             "warmup": format!("{warm_ms}ms"),
             "duration": format!("{dur_ms}ms"),
         }),
