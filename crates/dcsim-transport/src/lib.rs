@@ -32,7 +32,7 @@ pub use endpoint::{
     Sender, Side, TimerKey, Transport,
 };
 pub use flows::{FlowRecord, FlowSpec, Flows, MAX_FLOW_COUNTERS};
-pub use tcp::TcpConfig;
+pub use tcp::{TcpConfig, TcpProfile};
 
 use flows::Pair;
 

@@ -4,8 +4,10 @@
 //! loss recovery, RTT estimation and timers; the controller owns only the window.
 //!
 //! The sender ([`TcpSender`]) and the receiver ([`TcpReceiver`]) talk only through
-//! packets. Sequence numbers count payload bytes from 0. There is no handshake: the first
-//! window leaves at the flow's start time (like ns-2's one-way TCP agents and htsim).
+//! packets. Sequence numbers count payload bytes from 0. Without a handshake (profile
+//! `ideal`) the first window leaves at the flow's start time (like ns-2's one-way TCP
+//! agents and htsim); with one (`handshake`, profile `ns2`) a SYN and its SYN-ACK go first,
+//! as with ns-2's FullTcp, which the ExpressPass group's DCTCP scripts use.
 //!
 //! Sender: slow start, congestion avoidance (policy in the controller), fast retransmit
 //! after three duplicate ACKs and NewReno fast recovery with partial ACKs (RFC 6582),
@@ -31,8 +33,16 @@
 //! A controller that asks for its host's pacer ([`CongestionControl::host_pacer`], HULL)
 //! sends through the [`HostPacer`] the transport keeps per host ([`TcpHost`]).
 //!
+//! # Profiles
+//! `ideal` (default): no handshake, initial window 10, the host waits for room in its NIC
+//! queue (back-pressure, like Linux's TCP small queues). `ns2`: the SYN handshake,
+//! initial window 2, no back-pressure: every packet goes to the NIC queue, which drops
+//! when full (ns-2 agents hand packets to their link's queue). A field set in the scenario
+//! wins over its profile.
+//!
 //! # Deviations
-//! No SYN/FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle.
+//! No FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle. The SYN
+//! carries no data and is retransmitted on the RTO like data.
 
 mod pacer;
 mod receiver;
@@ -56,18 +66,41 @@ pub const FLAG_DATA: u8 = 1;
 pub const FLAG_ACK: u8 = 2;
 /// Packet flag: ECN echo.
 pub const FLAG_ECE: u8 = 4;
+/// Packet flag: connection set-up (the SYN; with [`FLAG_ACK`], the SYN-ACK).
+pub const FLAG_SYN: u8 = 8;
+
+/// Named parameter sets of the reliable transport.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TcpProfile {
+    /// The model of the DCTCP paper's analysis and of most data-centre simulators: no
+    /// handshake, initial window 10 (RFC 6928), NIC back-pressure (hosts never drop).
+    #[default]
+    Ideal,
+    /// ns-2's FullTcp as the ExpressPass group's DCTCP scripts run it: SYN handshake,
+    /// initial window 2 (ns-2's `windowInit_` default), no back-pressure (a full host queue
+    /// drops).
+    Ns2,
+}
 
 /// Parameters of the reliable transport. Defaults are data-centre values, each with its
 /// source.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
+    /// Parameter profile (default `ideal`); the three fields below come from it unless set.
+    pub profile: Option<TcpProfile>,
     /// Congestion controller (`"reno"`, `"dctcp"` or a table with parameters).
     pub cc: CcSpec,
     /// Maximum payload per segment (1460 B for a 1500 B MTU).
     pub mss: ByteSize,
-    /// Initial window in segments (10, RFC 6928).
-    pub init_cwnd_pkts: u32,
+    /// Initial window in segments (`ideal` 10, RFC 6928; `ns2` 2).
+    pub init_cwnd_pkts: Option<u32>,
+    /// SYN and SYN-ACK before the first data segment (`ideal` off; `ns2` on).
+    pub handshake: Option<bool>,
+    /// The sender waits for room in its host's NIC queue instead of handing it packets
+    /// that a full queue drops (`ideal` on; `ns2` off).
+    pub host_backpressure: Option<bool>,
     /// Floor of the window in segments after any decrease (2, as Linux and RFC 5681's
     /// `2·SMSS` ssthresh floor; ns-2 allows 1).
     pub min_cwnd_pkts: u32,
@@ -92,9 +125,12 @@ pub struct TcpConfig {
 impl Default for TcpConfig {
     fn default() -> Self {
         Self {
+            profile: None,
             cc: CcSpec::default(),
             mss: ByteSize(u64::from(TCP_MSS_BYTES)),
-            init_cwnd_pkts: 10,
+            init_cwnd_pkts: None,
+            handshake: None,
+            host_backpressure: None,
             min_cwnd_pkts: 2,
             min_rto: Dur::from_ms(1),
             init_rto: Dur::from_ms(1),
@@ -116,7 +152,7 @@ impl TcpConfig {
                 self.mss
             ));
         }
-        if self.init_cwnd_pkts == 0 {
+        if self.init_cwnd_pkts == Some(0) {
             return Err("init_cwnd_pkts: must be at least 1".into());
         }
         if self.min_cwnd_pkts == 0 {
@@ -137,6 +173,32 @@ impl TcpConfig {
         self.cc.validate().map_err(|e| format!("cc.{e}"))
     }
 
+    /// The configuration with the profile's values in every field it sets.
+    pub fn resolve(&self) -> Self {
+        let profile = self.profile.unwrap_or_default();
+        let (iw, handshake, backpressure) = match profile {
+            TcpProfile::Ideal => (10, false, true),
+            TcpProfile::Ns2 => (2, true, false),
+        };
+        Self {
+            profile: Some(profile),
+            init_cwnd_pkts: Some(self.init_cwnd_pkts.unwrap_or(iw)),
+            handshake: Some(self.handshake.unwrap_or(handshake)),
+            host_backpressure: Some(self.host_backpressure.unwrap_or(backpressure)),
+            ..self.clone()
+        }
+    }
+
+    /// Whether a SYN handshake precedes the data.
+    pub fn handshake_enabled(&self) -> bool {
+        self.resolve().handshake.unwrap_or(false)
+    }
+
+    /// Whether senders wait for room in the NIC queue.
+    pub fn backpressure_enabled(&self) -> bool {
+        self.resolve().host_backpressure.unwrap_or(true)
+    }
+
     /// Whether data packets are ECN-capable.
     pub fn ecn_enabled(&self) -> bool {
         self.ecn.unwrap_or_else(|| self.cc.uses_ecn())
@@ -151,7 +213,7 @@ impl TcpConfig {
         let mss = self.mss.0;
         WindowLimits {
             mss,
-            init_cwnd: u64::from(self.init_cwnd_pkts) * mss,
+            init_cwnd: u64::from(self.resolve().init_cwnd_pkts.unwrap_or(10)) * mss,
             min_cwnd: u64::from(self.min_cwnd_pkts) * mss,
         }
     }
@@ -162,8 +224,7 @@ pub struct Tcp;
 
 impl Transport for Tcp {
     const NAME: &'static str = "tcp";
-    const ABOUT: &'static str =
-        "reliable transport (NewReno mechanics) with a congestion controller `cc`";
+    const ABOUT: &'static str = "reliable transport (NewReno mechanics) with a congestion controller `cc`; profile ideal | ns2";
     type Config = TcpConfig;
     type Sender = TcpSender;
     type Receiver = TcpReceiver;
@@ -171,6 +232,9 @@ impl Transport for Tcp {
 
     fn validate(cfg: &TcpConfig) -> Result<(), String> {
         cfg.validate()
+    }
+    fn resolve(cfg: &TcpConfig) -> TcpConfig {
+        cfg.resolve()
     }
     fn label(cfg: &TcpConfig) -> &'static str {
         cfg.cc.name()

@@ -4,7 +4,7 @@ use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId, Telemetry};
 
-use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, HostPacer, TcpConfig, TcpHost};
+use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, HostPacer, TcpConfig, TcpHost};
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
 
@@ -38,6 +38,10 @@ pub struct TcpSender {
     dupacks: u32,
     cwnd_limited: bool,
     nic_blocked: bool,
+    /// Waiting for the SYN-ACK (with the handshake): no data yet.
+    syn_pending: bool,
+    /// Waits for room in the NIC queue (back-pressure); if not, a full NIC queue drops.
+    backpressure: bool,
     inflation: u64,
     cwr_end: Option<u64>,
     round_end: u64,
@@ -81,6 +85,8 @@ impl TcpSender {
             dupacks: 0,
             cwnd_limited: false,
             nic_blocked: false,
+            syn_pending: cfg.handshake_enabled(),
+            backpressure: cfg.backpressure_enabled(),
             inflation: 0,
             cwr_end: None,
             round_end: 0,
@@ -150,7 +156,7 @@ impl TcpSender {
                 cx.arm(&mut self.timers, T_PACE, at);
                 break;
             }
-            if !cx.nic_room(wire) {
+            if self.backpressure && !cx.nic_room(wire) {
                 self.nic_blocked = true;
                 break;
             }
@@ -331,7 +337,47 @@ impl TcpSender {
         self.rto = rto.max(self.min_rto).min(self.max_rto);
     }
 
+    /// Sends the SYN and arms the retransmission timer for it.
+    fn send_syn<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
+        cx.send(Packet {
+            seq: 0,
+            ack: 0,
+            sent_at: cx.now(),
+            echo: Time::ZERO,
+            rate: RateStamp::NONE,
+            queue_delay_ns: 0,
+            flow: self.flow,
+            route: self.route,
+            dst: self.dst,
+            payload_bytes: 0,
+            wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
+            hop: 0,
+            class: Class::Control,
+            ecn: Ecn::NotEct,
+            flags: FLAG_SYN,
+        });
+        cx.arm_in(&mut self.timers, T_RTO, self.rto);
+    }
+
+    /// The SYN-ACK: the connection is open; its round trip is the first RTT sample.
+    fn on_syn_ack<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
+        if !self.syn_pending {
+            return; // a duplicate
+        }
+        self.syn_pending = false;
+        self.timers.cancel(T_RTO);
+        self.sample_rtt(cx.now().saturating_since(p.echo));
+        self.try_send(cx);
+    }
+
     fn on_rto<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
+        if self.syn_pending && !self.done {
+            // RFC 6298 §5.5 for the SYN too: back off and send it again.
+            self.stats.timeouts += 1;
+            self.rto = (self.rto * 2).min(self.max_rto);
+            self.send_syn(cx);
+            return;
+        }
         if self.done || self.snd_una >= self.snd_nxt {
             return;
         }
@@ -387,11 +433,17 @@ impl Sender for TcpSender {
             cx.arm(&mut self.timers, T_STOP, at);
         }
         self.round_end = 0;
-        self.try_send(cx);
+        if self.syn_pending {
+            self.send_syn(cx);
+        } else {
+            self.try_send(cx);
+        }
     }
 
     fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
-        if p.flags & FLAG_ACK != 0 {
+        if p.flags & FLAG_SYN != 0 {
+            self.on_syn_ack(p, cx);
+        } else if p.flags & FLAG_ACK != 0 {
             self.on_ack(p, cx);
         }
     }

@@ -40,7 +40,10 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         ["ecmp", "symmetric-ecmp", "spray"][routing as usize % 3]
     };
     let transport = match qdisc {
-        1 => "kind = \"tcp\"\ncc = \"dctcp\"\nmin_rto = \"200us\"",
+        1 => [
+            "kind = \"tcp\"\ncc = \"dctcp\"\nmin_rto = \"200us\"",
+            "kind = \"tcp\"\ncc = \"dctcp\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
+        ][routing as usize % 2],
         5 => {
             "kind = \"tcp\"\ncc = { kind = \"hull\", associate_probability = 1.0 }\nmin_rto = \"200us\""
         }
@@ -50,7 +53,10 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
             "kind = \"expresspass\"\nprofile = \"paper\"",
             "kind = \"expresspass\"\nprofile = \"code\"\ncredit_size = [76, 92]",
         ][routing as usize % 2],
-        _ => "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"",
+        _ => [
+            "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"",
+            "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
+        ][routing as usize % 2],
     };
     let mut s = format!(
         "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\n{transport}\n"

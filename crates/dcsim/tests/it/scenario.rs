@@ -239,6 +239,59 @@ fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
     );
 }
 
+/// The `ns2` TCP profile: a SYN round trip before the data (a 2-segment flow fits the
+/// initial window of both profiles, so its FCT grows by exactly that round trip), and no
+/// back-pressure: a 1 MB flow's slow-start bursts overflow a 100-packet host queue (the
+/// ns-2 dumbbell script's), which the `ideal` profile's back-pressure never lets happen
+/// (its 128 KB budget fits in the queue); both deliver every byte.
+#[test]
+fn ns2_profile_pays_a_handshake_and_drops_at_a_full_host_queue() {
+    let text = |size: &str, profile: &str| {
+        format!(
+            r#"
+            [topology]
+            kind = "dumbbell"
+            pairs = 1
+            host_link = {{ rate = "10Gbps", delay = "20us" }}
+            bottleneck = {{ rate = "10Gbps", delay = "10us" }}
+            [nic]
+            kind = "droptail"
+            buffer = "100pkts"
+            [transport]
+            kind = "tcp"
+            cc = "reno"
+            profile = "{profile}"
+            [[flows]]
+            src = 0
+            dst = 1
+            size = "{size}"
+            "#
+        )
+    };
+    let fct = |profile: &str| {
+        let (_, r) = crate::run_text(&text("2920B", profile));
+        r.flows[0].fct_ns.expect("completes")
+    };
+    // The SYN and SYN-ACK: 2 x 50 us of propagation and 3 serializations of a 64 B
+    // header frame (84 B on the wire, 67.2 ns at 10 Gb/s) each way.
+    let extra = fct("ns2") as f64 - fct("ideal") as f64;
+    assert!(
+        (extra - (100_000.0 + 6.0 * 67.2)).abs() < 2.0,
+        "handshake cost {extra} ns"
+    );
+    let host_drops = |profile: &str| {
+        let (_, r) = crate::run_text(&text("1MB", profile));
+        assert_eq!(r.flows[0].delivered_bytes, 1_000_000, "{profile}");
+        r.ports
+            .iter()
+            .filter(|p| p.tier == "host")
+            .map(|p| p.drops)
+            .sum::<u64>()
+    };
+    assert!(host_drops("ns2") > 0);
+    assert_eq!(host_drops("ideal"), 0);
+}
+
 /// Two long NewReno flows share a full drop-tail bottleneck (the dumbbell's ECN queue drops
 /// Reno's packets, which are not ECN-capable). Both hosts' NICs run at the bottleneck's
 /// rate, so flow 0's back-to-back packets reach it exactly when a transmission starts;
