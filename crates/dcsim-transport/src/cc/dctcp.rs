@@ -11,16 +11,17 @@ use super::{AckSample, CcSetup, CongestionControl, Controller, RenoCore, WindowL
 pub struct DctcpConfig {
     /// EWMA gain g of α (paper: 1/16 at 10 Gb/s; 0.01976 is the published 100 Gb/s setting).
     pub g: f64,
-    /// Initial α. The ns-2 DCTCP patch starts at 0 (`dctcp_alpha_ 0.0`), RFC 8257 suggests 1;
-    /// the default follows ns-2, the code the reference experiments ran on.
-    pub alpha_init: f64,
+    /// Initial α. The ns-2 DCTCP patch starts at 0 (`dctcp_alpha_ 0.0`), RFC 8257 and Linux
+    /// at 1. Unset: from the TCP profile (`ideal` and `ns2` 0, the code the reference
+    /// experiments ran on; `linux` 1).
+    pub alpha_init: Option<f64>,
 }
 
 impl Default for DctcpConfig {
     fn default() -> Self {
         Self {
             g: 1.0 / 16.0,
-            alpha_init: 0.0,
+            alpha_init: None,
         }
     }
 }
@@ -30,11 +31,10 @@ impl DctcpConfig {
         if !(self.g > 0.0 && self.g <= 1.0) {
             return Err(format!("g: must be in (0, 1], got {}", self.g));
         }
-        if !(0.0..=1.0).contains(&self.alpha_init) {
-            return Err(format!(
-                "alpha_init: must be in [0, 1], got {}",
-                self.alpha_init
-            ));
+        if let Some(a) = self.alpha_init
+            && !(0.0..=1.0).contains(&a)
+        {
+            return Err(format!("alpha_init: must be in [0, 1], got {a}"));
         }
         Ok(())
     }
@@ -57,7 +57,7 @@ impl Dctcp {
         Self {
             core: RenoCore::new(limits),
             g: cfg.g,
-            alpha: cfg.alpha_init,
+            alpha: cfg.alpha_init.unwrap_or(0.0),
             window_acked: 0,
             window_marked: 0,
         }
@@ -166,7 +166,7 @@ mod tests {
     fn dctcp_all_marked_halves_cwnd() {
         let mut cc = Dctcp::new(
             &DctcpConfig {
-                alpha_init: 1.0,
+                alpha_init: Some(1.0),
                 ..DctcpConfig::default()
             },
             limits(),

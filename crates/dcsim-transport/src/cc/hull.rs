@@ -70,7 +70,7 @@ impl Hull {
     pub fn new(cfg: &HullConfig, limits: WindowLimits, rng: Rng) -> Self {
         let dctcp = DctcpConfig {
             g: cfg.g,
-            alpha_init: cfg.alpha_init,
+            alpha_init: Some(cfg.alpha_init),
         };
         Self {
             dctcp: Dctcp::new(&dctcp, limits),
@@ -98,7 +98,7 @@ impl Controller for Hull {
     fn validate(cfg: &HullConfig) -> Result<(), String> {
         let dctcp = DctcpConfig {
             g: cfg.g,
-            alpha_init: cfg.alpha_init,
+            alpha_init: Some(cfg.alpha_init),
         };
         <Dctcp as Controller>::validate(&dctcp)?;
         if !(cfg.eta > 0.0 && cfg.eta <= 1.0) {

@@ -35,10 +35,12 @@
 //!
 //! # Profiles
 //! `ideal` (default): no handshake, initial window 10, the host waits for room in its NIC
-//! queue (back-pressure, like Linux's TCP small queues). `ns2`: the SYN handshake,
-//! initial window 2, no back-pressure: every packet goes to the NIC queue, which drops
-//! when full (ns-2 agents hand packets to their link's queue). A field set in the scenario
-//! wins over its profile.
+//! queue (back-pressure, like Linux's TCP small queues), instant window cuts. `ns2`: the
+//! SYN handshake, initial window 2, no back-pressure: every packet goes to the NIC queue,
+//! which drops when full (ns-2 agents hand packets to their link's queue). `linux`: the
+//! handshake, initial window 10, back-pressure, reductions by proportional rate reduction
+//! (RFC 6937) for losses and ECN alike, DCTCP's α from 1. A field set in the scenario wins
+//! over its profile.
 //!
 //! # Deviations
 //! No FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle. The SYN
@@ -81,6 +83,10 @@ pub enum TcpProfile {
     /// initial window 2 (ns-2's `windowInit_` default), no back-pressure (a full host queue
     /// drops).
     Ns2,
+    /// Linux (and ns-3's `TcpDctcp`, which follows it): SYN handshake, initial window 10,
+    /// back-pressure (TCP small queues), window reductions by proportional rate reduction
+    /// (RFC 6937) instead of an instant cut, and DCTCP's α starting at 1.
+    Linux,
 }
 
 /// Parameters of the reliable transport. Defaults are data-centre values, each with its
@@ -101,6 +107,9 @@ pub struct TcpConfig {
     /// The sender waits for room in its host's NIC queue instead of handing it packets
     /// that a full queue drops (`ideal` on; `ns2` off).
     pub host_backpressure: Option<bool>,
+    /// Window reductions (fast recovery, ECN) by proportional rate reduction, RFC 6937,
+    /// instead of an instant cut with window inflation (`linux` on; `ideal`, `ns2` off).
+    pub prr: Option<bool>,
     /// Floor of the window in segments after any decrease (2, as Linux and RFC 5681's
     /// `2·SMSS` ssthresh floor; ns-2 allows 1).
     pub min_cwnd_pkts: u32,
@@ -131,6 +140,7 @@ impl Default for TcpConfig {
             init_cwnd_pkts: None,
             handshake: None,
             host_backpressure: None,
+            prr: None,
             min_cwnd_pkts: 2,
             min_rto: Dur::from_ms(1),
             init_rto: Dur::from_ms(1),
@@ -176,17 +186,29 @@ impl TcpConfig {
     /// The configuration with the profile's values in every field it sets.
     pub fn resolve(&self) -> Self {
         let profile = self.profile.unwrap_or_default();
-        let (iw, handshake, backpressure) = match profile {
-            TcpProfile::Ideal => (10, false, true),
-            TcpProfile::Ns2 => (2, true, false),
+        let (iw, handshake, backpressure, prr, alpha) = match profile {
+            TcpProfile::Ideal => (10, false, true, false, 0.0),
+            TcpProfile::Ns2 => (2, true, false, false, 0.0),
+            TcpProfile::Linux => (10, true, true, true, 1.0),
         };
+        let mut cc = self.cc.clone();
+        if let CcSpec::Dctcp(d) = &mut cc {
+            d.alpha_init.get_or_insert(alpha);
+        }
         Self {
             profile: Some(profile),
+            cc,
             init_cwnd_pkts: Some(self.init_cwnd_pkts.unwrap_or(iw)),
             handshake: Some(self.handshake.unwrap_or(handshake)),
             host_backpressure: Some(self.host_backpressure.unwrap_or(backpressure)),
+            prr: Some(self.prr.unwrap_or(prr)),
             ..self.clone()
         }
+    }
+
+    /// Whether window reductions use proportional rate reduction.
+    pub fn prr_enabled(&self) -> bool {
+        self.resolve().prr.unwrap_or(false)
     }
 
     /// Whether a SYN handshake precedes the data.
@@ -249,6 +271,7 @@ impl Transport for Tcp {
         }
     }
     fn open(cfg: &TcpConfig, flow: &FlowInfo, rng: &RngTree) -> (TcpSender, TcpReceiver) {
+        let cfg = &cfg.resolve();
         let cc = cfg.cc.build_with(CcSetup {
             limits: cfg.limits(),
             line_rate: flow.src_link,

@@ -21,6 +21,53 @@ pub struct TcpStats {
     pub timeouts: u64,
 }
 
+/// One window reduction by proportional rate reduction (RFC 6937): the sender spreads the
+/// reduction to the controller's new window over the ACKs of a round trip, sending in
+/// proportion to what is delivered, instead of cutting at once and waiting.
+#[derive(Clone, Copy, Debug)]
+struct Prr {
+    /// The target: the controller's reduced window (ssthresh).
+    ssthresh: u64,
+    /// Flight size when the reduction began (RecoverFS).
+    recover_fs: u64,
+    /// Bytes delivered since (newly acknowledged, one segment per duplicate ACK).
+    delivered: u64,
+    /// Bytes sent since (retransmissions included).
+    out: u64,
+    /// Bytes the sender may still send on the current ACK.
+    sndcnt: u64,
+    /// An ECN reduction ends when everything sent before it is acknowledged; a loss
+    /// recovery ends with NewReno's recovery.
+    end: u64,
+    /// Bytes counted as delivered by duplicate ACKs since `snd_una` last advanced (taken
+    /// off the next advance, which acknowledges them again).
+    dup_delivered: u64,
+}
+
+impl Prr {
+    /// RFC 6937 §3 on an ACK that delivered `delivered` bytes with `pipe` bytes still in
+    /// flight: while the flight is above the target, send in proportion to what was
+    /// delivered (ssthresh/RecoverFS of it); below it, slow-start back up to the target but
+    /// never more than one segment beyond what was delivered (PRR-SSRB).
+    fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64) {
+        self.delivered += delivered;
+        self.sndcnt = if pipe > self.ssthresh {
+            (self.delivered * self.ssthresh)
+                .div_ceil(self.recover_fs)
+                .saturating_sub(self.out)
+        } else {
+            let limit = self.delivered.saturating_sub(self.out).max(delivered) + mss;
+            (self.ssthresh - pipe).min(limit)
+        };
+    }
+
+    /// Records `bytes` sent.
+    fn sent(&mut self, bytes: u64) {
+        self.out += bytes;
+        self.sndcnt = self.sndcnt.saturating_sub(bytes);
+    }
+}
+
 /// The sending end of a TCP flow.
 pub struct TcpSender {
     flow: FlowId,
@@ -42,6 +89,10 @@ pub struct TcpSender {
     syn_pending: bool,
     /// Waits for room in the NIC queue (back-pressure); if not, a full NIC queue drops.
     backpressure: bool,
+    /// Window reductions by proportional rate reduction (`prr`): whether, and the current
+    /// one.
+    prr_enabled: bool,
+    prr: Option<Prr>,
     inflation: u64,
     cwr_end: Option<u64>,
     round_end: u64,
@@ -87,6 +138,8 @@ impl TcpSender {
             nic_blocked: false,
             syn_pending: cfg.handshake_enabled(),
             backpressure: cfg.backpressure_enabled(),
+            prr_enabled: cfg.prr_enabled(),
+            prr: None,
             inflation: 0,
             cwr_end: None,
             round_end: 0,
@@ -139,7 +192,13 @@ impl TcpSender {
         while self.snd_nxt < end {
             let len = self.mss.min(end - self.snd_nxt);
             let in_flight = self.snd_nxt - self.snd_una;
-            if in_flight > 0 && in_flight + len > wnd {
+            if let Some(prr) = &self.prr {
+                // During a reduction PRR, not the window, says how much may leave.
+                if prr.sndcnt == 0 {
+                    self.cwnd_limited = true;
+                    break;
+                }
+            } else if in_flight > 0 && in_flight + len > wnd {
                 self.cwnd_limited = true;
                 break;
             }
@@ -215,6 +274,9 @@ impl TcpSender {
             self.stats.retransmits += 1;
         }
         self.high_tx = self.high_tx.max(seq + u64::from(len));
+        if let Some(prr) = &mut self.prr {
+            prr.sent(u64::from(len));
+        }
         cx.send(Packet {
             seq,
             ack: 0,
@@ -247,6 +309,11 @@ impl TcpSender {
         }
         if a > self.snd_una {
             let acked = a - self.snd_una;
+            // What this ACK newly delivered, less what its duplicate ACKs already counted.
+            let delivered = match &mut self.prr {
+                Some(prr) => acked.saturating_sub(core::mem::take(&mut prr.dup_delivered)),
+                None => acked,
+            };
             self.snd_una = a;
             self.dupacks = 0;
             let rtt = now.saturating_since(p.echo);
@@ -260,18 +327,33 @@ impl TcpSender {
                     // RFC 6582 §3.2 step 3: full acknowledgement; deflate the window.
                     self.in_recovery = false;
                     self.inflation = 0;
+                    self.prr = None;
                 } else {
                     // Partial acknowledgement: retransmit the next hole, deflate by the
-                    // newly acknowledged amount and add back one segment.
+                    // newly acknowledged amount and add back one segment (with PRR the
+                    // retransmission counts as sent and there is no inflation).
                     self.send_segment(self.snd_una, cx);
-                    self.inflation = self.inflation.saturating_sub(acked) + self.mss;
+                    if !self.prr_enabled {
+                        self.inflation = self.inflation.saturating_sub(acked) + self.mss;
+                    }
                     self.partial_acks += 1;
                 }
+            }
+            if self
+                .prr
+                .is_some_and(|p| !self.in_recovery && self.snd_una >= p.end)
+            {
+                self.prr = None; // the ECN reduction is over
             }
             if ece && !self.in_recovery && self.cwr_end.is_none_or(|e| self.snd_una >= e) {
                 self.cc.on_ecn(now, self.snd_nxt - self.snd_una);
                 self.cwr_end = Some(self.snd_nxt);
+                if self.prr_enabled {
+                    self.start_prr(self.snd_nxt - self.snd_una, self.snd_nxt, 0);
+                }
             }
+            // Without SACK, after an advance every unacknowledged byte counts as in flight.
+            self.prr_update(delivered, self.snd_nxt - self.snd_una);
             let sample = AckSample {
                 now,
                 acked_bytes: acked,
@@ -280,7 +362,8 @@ impl TcpSender {
                 rtt: Some(rtt),
                 min_rtt: self.min_rtt,
                 round_start,
-                in_recovery: self.in_recovery,
+                // No growth during a reduction, as Linux in its CWR and Recovery states.
+                in_recovery: self.in_recovery || self.prr.is_some(),
                 cwnd_limited: self.cwnd_limited,
                 mss: self.mss,
                 queue_delay: self
@@ -302,8 +385,18 @@ impl TcpSender {
             }
         } else if a == self.snd_una && self.snd_una < self.snd_nxt {
             self.dupacks += 1;
+            // Without SACK: each duplicate ACK says one segment left the network.
+            let pipe =
+                (self.snd_nxt - self.snd_una).saturating_sub(u64::from(self.dupacks) * self.mss);
             if self.in_recovery {
-                self.inflation += self.mss;
+                if self.prr.is_some() {
+                    if let Some(prr) = &mut self.prr {
+                        prr.dup_delivered += self.mss;
+                    }
+                    self.prr_update(self.mss, pipe);
+                } else {
+                    self.inflation += self.mss;
+                }
             } else if self.dupacks == 3 && self.recover.is_none_or(|r| a > r) {
                 // RFC 6582 §3.2 step 2: fast retransmit, enter recovery.
                 self.in_recovery = true;
@@ -311,12 +404,40 @@ impl TcpSender {
                 self.recover = Some(self.high_tx);
                 self.cc.on_loss(now, self.snd_nxt - self.snd_una);
                 self.cwr_end = Some(self.high_tx);
-                self.inflation = 3 * self.mss;
+                if self.prr_enabled {
+                    // The three duplicate ACKs' segments will be acknowledged again.
+                    self.start_prr(self.snd_nxt - self.snd_una, self.high_tx, 3 * self.mss);
+                    self.prr_update(self.mss, pipe);
+                } else {
+                    self.inflation = 3 * self.mss;
+                }
                 self.send_segment(self.snd_una, cx);
                 self.timers.cancel(T_RTO);
             }
         }
         self.try_send(cx);
+    }
+
+    /// Starts a reduction to the controller's (already reduced) window, from a flight of
+    /// `flight` bytes, ending at `end` (RFC 6937: prr_delivered = prr_out = 0).
+    fn start_prr(&mut self, flight: u64, end: u64, dup_delivered: u64) {
+        self.prr = Some(Prr {
+            ssthresh: self.cc.cwnd_bytes(),
+            recover_fs: flight.max(1),
+            delivered: 0,
+            out: 0,
+            sndcnt: 0,
+            end,
+            dup_delivered,
+        });
+    }
+
+    /// The current reduction, if any, on an ACK (see [`Prr::on_ack`]).
+    fn prr_update(&mut self, delivered: u64, pipe: u64) {
+        let mss = self.mss;
+        if let Some(prr) = &mut self.prr {
+            prr.on_ack(delivered, pipe, mss);
+        }
     }
 
     /// RFC 6298 §2: SRTT, RTTVAR and RTO from one sample.
@@ -382,6 +503,7 @@ impl TcpSender {
             return;
         }
         self.stats.timeouts += 1;
+        self.prr = None;
         self.cc.on_rto(cx.now(), self.snd_nxt - self.snd_una);
         // RFC 6298 §5.5: back off; RFC 6582 §4: remember the highest sequence sent so that
         // duplicate ACKs for data sent before the timeout do not trigger fast retransmit.
@@ -476,5 +598,62 @@ impl Sender for TcpSender {
 
     fn is_nic_blocked(&self) -> bool {
         self.nic_blocked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MSS: u64 = 1000;
+
+    fn prr(ssthresh: u64, flight: u64) -> Prr {
+        Prr {
+            ssthresh: ssthresh * MSS,
+            recover_fs: flight * MSS,
+            delivered: 0,
+            out: 0,
+            sndcnt: 0,
+            end: 0,
+            dup_delivered: 0,
+        }
+    }
+
+    /// RFC 6937's example: a window of 20 segments halved to 10 after one loss. While the
+    /// flight is above 10, every other delivered segment lets one leave (10/20 of what
+    /// arrives), spreading the cut over the round trip instead of pausing for half of it.
+    #[test]
+    fn prr_sends_in_proportion_while_the_flight_is_above_the_target() {
+        let mut p = prr(10, 20);
+        let mut pipe = 19 * MSS; // one segment lost
+        let mut sent = Vec::new();
+        for _ in 0..18 {
+            p.on_ack(MSS, pipe, MSS);
+            let n = p.sndcnt.div_ceil(MSS); // the sender rounds up to whole segments
+            p.sent(n * MSS);
+            pipe = pipe - MSS + n * MSS;
+            sent.push(n);
+        }
+        // 1 of every 2 ACKs: ceil(k·10/20) − sent after the k-th ACK.
+        assert_eq!(sent, [1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]);
+        assert_eq!(
+            pipe,
+            10 * MSS,
+            "the flight has come down to the target exactly"
+        );
+    }
+
+    /// Below the target (more was lost than the cut), PRR-SSRB grows back by at most one
+    /// segment beyond what each ACK delivered, and never beyond the target.
+    #[test]
+    fn prr_slow_starts_back_to_the_target_below_it() {
+        let mut p = prr(10, 20);
+        p.on_ack(MSS, 4 * MSS, MSS);
+        assert_eq!(p.sndcnt, 2 * MSS, "delivered one, may send two");
+        p.sent(2 * MSS);
+        p.on_ack(MSS, 5 * MSS, MSS);
+        assert_eq!(p.sndcnt, 2 * MSS);
+        p.on_ack(5 * MSS, 9 * MSS, MSS);
+        assert_eq!(p.sndcnt, MSS, "capped at the target: 10 − 9 segments");
     }
 }

@@ -43,7 +43,8 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         1 => [
             "kind = \"tcp\"\ncc = \"dctcp\"\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"dctcp\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
-        ][routing as usize % 2],
+            "kind = \"tcp\"\ncc = \"dctcp\"\nprofile = \"linux\"\nmin_rto = \"200us\"",
+        ][routing as usize % 3],
         5 => {
             "kind = \"tcp\"\ncc = { kind = \"hull\", associate_probability = 1.0 }\nmin_rto = \"200us\""
         }
@@ -56,7 +57,8 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         _ => [
             "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
-        ][routing as usize % 2],
+            "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"linux\"\nmin_rto = \"200us\"",
+        ][routing as usize % 3],
     };
     let mut s = format!(
         "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\n{transport}\n"
