@@ -374,6 +374,12 @@ impl TcpSender {
             };
             self.cc.on_ack(&sample);
             if self.snd_una >= cx.shared.limit_bytes {
+                // Bytes held back for the host pacer may be acknowledged without being
+                // sent again (the receiver kept them across a go-back-N restart): they no
+                // longer wait.
+                if self.pacer_waiting != 0 {
+                    self.hold_back(0, cx.host_state);
+                }
                 self.finish();
                 return;
             }
@@ -389,11 +395,9 @@ impl TcpSender {
             let pipe =
                 (self.snd_nxt - self.snd_una).saturating_sub(u64::from(self.dupacks) * self.mss);
             if self.in_recovery {
-                if self.prr.is_some() {
-                    if let Some(prr) = &mut self.prr {
-                        prr.dup_delivered += self.mss;
-                    }
-                    self.prr_update(self.mss, pipe);
+                if let Some(prr) = &mut self.prr {
+                    prr.dup_delivered += self.mss;
+                    prr.on_ack(self.mss, pipe, self.mss);
                 } else {
                     self.inflation += self.mss;
                 }
