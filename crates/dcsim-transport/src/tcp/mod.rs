@@ -246,7 +246,7 @@ pub struct Tcp;
 
 impl Transport for Tcp {
     const NAME: &'static str = "tcp";
-    const ABOUT: &'static str = "reliable transport (NewReno mechanics) with a congestion controller `cc`; profile ideal | ns2";
+    const ABOUT: &'static str = "reliable transport (NewReno mechanics) with a congestion controller `cc`; profile ideal | ns2 | linux";
     type Config = TcpConfig;
     type Sender = TcpSender;
     type Receiver = TcpReceiver;
