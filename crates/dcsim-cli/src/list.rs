@@ -1,5 +1,7 @@
 //! `dcsim list`: what a scenario can name, and the example scenarios.
 
+use std::fmt::Write as _;
+
 use dcsim::engine::spec::Kind;
 use dcsim::net::TopologySpec;
 use dcsim::net::qdisc::QdiscSpec;
@@ -47,39 +49,52 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
-fn section<'a>(title: &str, rows: impl IntoIterator<Item = (&'a str, &'a str)>) {
-    println!("{title}:");
+fn section<'a>(out: &mut String, title: &str, rows: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    let _ = writeln!(out, "{title}:");
     for (k, d) in rows {
-        println!("  {k:<16} {d}");
+        let _ = writeln!(out, "  {k:<16} {d}");
     }
-    println!();
+    out.push('\n');
 }
 
 fn kinds(k: &'static [Kind]) -> impl Iterator<Item = (&'static str, &'static str)> {
     k.iter().map(|k| (k.name, k.about))
 }
 
-pub(crate) fn print() {
+/// What `dcsim list` prints.
+pub(crate) fn text() -> String {
+    let mut out = String::new();
     section(
+        &mut out,
         "topologies (topology.kind)",
         TopologySpec::KINDS.iter().copied(),
     );
-    section("transports (transport.kind)", kinds(TransportSpec::KINDS));
-    section("congestion control (transport.cc)", kinds(CcSpec::KINDS));
     section(
+        &mut out,
+        "transports (transport.kind)",
+        kinds(TransportSpec::KINDS),
+    );
+    section(
+        &mut out,
+        "congestion control (transport.cc)",
+        kinds(CcSpec::KINDS),
+    );
+    section(
+        &mut out,
         "queue disciplines (queue.kind, nic.kind)",
         kinds(QdiscSpec::KINDS),
     );
     section(
+        &mut out,
         "traffic patterns (generators[].pattern.kind)",
         GeneratorSpec::KINDS.iter().copied(),
     );
-    println!("experiments (dcsim repro NAME [--quick]):");
+    let _ = writeln!(out, "experiments (dcsim repro NAME [--quick]):");
     for e in dcsim_repro::EXPERIMENTS {
-        println!("  {:<32} {}", e.name, e.description);
+        let _ = writeln!(out, "  {:<32} {}", e.name, e.description);
     }
-    println!();
-    println!("example scenarios (scenarios/):");
+    out.push('\n');
+    let _ = writeln!(out, "example scenarios (scenarios/):");
     for (name, text) in EXAMPLES {
         let desc = toml::from_str::<toml::Table>(text)
             .ok()
@@ -89,6 +104,7 @@ pub(crate) fn print() {
                     .map(str::to_string)
             })
             .unwrap_or_default();
-        println!("  {name:<34} {desc}");
+        let _ = writeln!(out, "  {name:<34} {desc}");
     }
+    out
 }

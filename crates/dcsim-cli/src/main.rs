@@ -9,7 +9,7 @@ mod bench;
 mod list;
 mod sweep;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -160,16 +160,10 @@ fn main() -> ExitCode {
             Err(e) => config_error(&e),
         },
         Cmd::Show { file, sets } => match load(&file, &sets) {
-            Ok(s) => {
-                print!("{}", s.to_toml());
-                ExitCode::SUCCESS
-            }
+            Ok(s) => emit(&s.to_toml()),
             Err(e) => config_error(&e),
         },
-        Cmd::List => {
-            list::print();
-            ExitCode::SUCCESS
-        }
+        Cmd::List => emit(&list::text()),
         Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
         Cmd::Repro {
             name,
@@ -219,6 +213,20 @@ fn main() -> ExitCode {
                 }
             }
             arbiter_bench(&cfg, json)
+        }
+    }
+}
+
+/// Writes `text` to standard output. A reader that has gone away (`dcsim list | head`) is
+/// not an error: the output was wanted only that far.
+fn emit(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing to standard output: {e}");
+            ExitCode::from(1)
         }
     }
 }

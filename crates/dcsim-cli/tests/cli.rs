@@ -180,3 +180,24 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
         "a failed run must not create results"
     );
 }
+
+/// `dcsim list | head`: a reader that goes away before the output is written is not an
+/// error (it used to panic on the broken pipe). The read end is closed at once, before the
+/// child can write.
+#[test]
+fn list_and_show_into_a_closed_pipe_exit_quietly() {
+    for args in [vec!["list"], vec!["show", "scenarios/dctcp-dumbbell.toml"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dcsim"))
+            .args(&args)
+            .current_dir(root())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run dcsim");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait for dcsim");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
