@@ -50,8 +50,9 @@ mod pacer;
 mod receiver;
 mod sender;
 
-use dcsim_engine::{ByteSize, Dur, RngTree};
+use dcsim_engine::{ByteSize, Dur, RngTree, Time};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
+use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId};
 use serde::{Deserialize, Serialize};
 
 pub use pacer::{HostPacer, TcpHost};
@@ -70,6 +71,35 @@ pub const FLAG_ACK: u8 = 2;
 pub const FLAG_ECE: u8 = 4;
 /// Packet flag: connection set-up (the SYN; with [`FLAG_ACK`], the SYN-ACK).
 pub const FLAG_SYN: u8 = 8;
+
+/// A header-only control segment of `flow` (the SYN and SYN-ACK): 40 B of TCP/IP header,
+/// control class, sent now, echoing `echo`.
+pub(crate) fn control_segment(
+    flow: FlowId,
+    route: RouteId,
+    dst: HostId,
+    now: Time,
+    echo: Time,
+    flags: u8,
+) -> Packet {
+    Packet {
+        seq: 0,
+        ack: 0,
+        sent_at: now,
+        echo,
+        rate: RateStamp::NONE,
+        queue_delay_ns: 0,
+        flow,
+        route,
+        dst,
+        payload_bytes: 0,
+        wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
+        hop: 0,
+        class: Class::Control,
+        ecn: Ecn::NotEct,
+        flags,
+    }
+}
 
 /// Named parameter sets of the reliable transport.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

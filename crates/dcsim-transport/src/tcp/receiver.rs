@@ -5,7 +5,7 @@ use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId};
 
-use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, TcpConfig, TcpHost};
+use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, TcpConfig, TcpHost, control_segment};
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
 use crate::ranges::{advance, insert_range};
 
@@ -121,23 +121,15 @@ impl Receiver for TcpReceiver {
             self.on_data(p, cx);
         } else if p.flags & FLAG_SYN != 0 {
             // Every SYN (a retransmitted one too) gets a SYN-ACK echoing its timestamp.
-            cx.send(Packet {
-                seq: 0,
-                ack: 0,
-                sent_at: cx.now(),
-                echo: p.sent_at,
-                rate: RateStamp::NONE,
-                queue_delay_ns: 0,
-                flow: self.flow,
-                route: self.route,
-                dst: self.dst,
-                payload_bytes: 0,
-                wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
-                hop: 0,
-                class: Class::Control,
-                ecn: Ecn::NotEct,
-                flags: FLAG_SYN | FLAG_ACK,
-            });
+            let now = cx.now();
+            cx.send(control_segment(
+                self.flow,
+                self.route,
+                self.dst,
+                now,
+                p.sent_at,
+                FLAG_SYN | FLAG_ACK,
+            ));
         }
     }
 

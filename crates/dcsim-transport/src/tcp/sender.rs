@@ -4,7 +4,9 @@ use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId, Telemetry};
 
-use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, HostPacer, TcpConfig, TcpHost};
+use super::{
+    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, HostPacer, TcpConfig, TcpHost, control_segment,
+};
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
 
@@ -464,23 +466,15 @@ impl TcpSender {
 
     /// Sends the SYN and arms the retransmission timer for it.
     fn send_syn<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
-        cx.send(Packet {
-            seq: 0,
-            ack: 0,
-            sent_at: cx.now(),
-            echo: Time::ZERO,
-            rate: RateStamp::NONE,
-            queue_delay_ns: 0,
-            flow: self.flow,
-            route: self.route,
-            dst: self.dst,
-            payload_bytes: 0,
-            wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
-            hop: 0,
-            class: Class::Control,
-            ecn: Ecn::NotEct,
-            flags: FLAG_SYN,
-        });
+        let now = cx.now();
+        cx.send(control_segment(
+            self.flow,
+            self.route,
+            self.dst,
+            now,
+            Time::ZERO,
+            FLAG_SYN,
+        ));
         cx.arm_in(&mut self.timers, T_RTO, self.rto);
     }
 
