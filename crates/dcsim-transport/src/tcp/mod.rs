@@ -157,7 +157,8 @@ pub struct TcpConfig {
     pub delayed_ack: bool,
     /// Delayed-ACK timeout (50 µs, about one data-centre RTT).
     pub delack_timeout: Dur,
-    /// Cap on the window (a receiver window), if any.
+    /// Cap on the window (a receiver window), if any (`ns2`: 180 segments, the ExpressPass
+    /// group's `window_`).
     pub max_window: Option<ByteSize>,
 }
 
@@ -225,9 +226,17 @@ impl TcpConfig {
         if let CcSpec::Dctcp(d) = &mut cc {
             d.alpha_init.get_or_insert(alpha);
         }
+        // ns-2 caps the window at `window_` packets; the ExpressPass group's DCTCP scripts
+        // set 180 (ns-2's own default, 20, would cap a 10 Gb/s fat-tree flow well below
+        // its bandwidth-delay product).
+        let max_window = match profile {
+            TcpProfile::Ns2 => self.max_window.or(Some(ByteSize(180 * self.mss.0))),
+            _ => self.max_window,
+        };
         Self {
             profile: Some(profile),
             cc,
+            max_window,
             init_cwnd_pkts: Some(self.init_cwnd_pkts.unwrap_or(iw)),
             handshake: Some(self.handshake.unwrap_or(handshake)),
             host_backpressure: Some(self.host_backpressure.unwrap_or(backpressure)),
