@@ -105,7 +105,9 @@ impl Ctx {
     /// results under `runs/<name>/`, and returns the results in input order.
     ///
     /// A run whose folder already holds complete results (summary.json) of the same
-    /// scenario text (`RunSpec::toml`), and of the same flows added in code
+    /// scenario text (`RunSpec::toml`), resolved the same way (`resolved.toml`, what
+    /// `dcsim show` prints: a profile whose meaning changed between versions does not
+    /// match), and of the same flows added in code
     /// (`extra_flows.csv`, written next to `scenario.toml` so that the folder describes the
     /// whole run), is loaded instead of run again, unless [`Ctx::fresh`]: an interrupted
     /// full-form experiment resumes where it stopped.
@@ -123,9 +125,14 @@ impl Ctx {
                 .map(|s| {
                     let dir = out.join("runs").join(&s.name);
                     let scenario_toml = s.toml()?;
+                    let mut scenario = s.scenario.build(&s.name).map_err(|e| e.to_string())?;
+                    let resolved_toml = scenario.to_toml();
                     let extra = extra_flows_csv(&s.extra_flows);
-                    let same = std::fs::read_to_string(dir.join("scenario.toml"))
-                        .is_ok_and(|t| t == scenario_toml)
+                    let same_text = |name: &str, want: &str| {
+                        std::fs::read_to_string(dir.join(name)).is_ok_and(|t| t == want)
+                    };
+                    let same = same_text("scenario.toml", &scenario_toml)
+                        && same_text(RESOLVED, &resolved_toml)
                         && match &extra {
                             None => !dir.join(EXTRA_FLOWS).exists(),
                             Some(text) => std::fs::read_to_string(dir.join(EXTRA_FLOWS))
@@ -135,7 +142,6 @@ impl Ctx {
                         eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
                         return Results::load(&dir).map_err(|e| e.to_string());
                     }
-                    let mut scenario = s.scenario.build(&s.name).map_err(|e| e.to_string())?;
                     scenario.flows.extend(s.extra_flows.iter().copied());
                     let mut world = World::new(scenario).map_err(|e| e.to_string())?;
                     world.run(&mut |_| {});
@@ -146,6 +152,8 @@ impl Ctx {
                     // old results filed under the new scenario (and reused next time).
                     remove_if_present(&dir.join("summary.json")).map_err(|e| e.to_string())?;
                     atomic_write(&dir.join("scenario.toml"), scenario_toml.as_bytes())
+                        .map_err(|e| e.to_string())?;
+                    atomic_write(&dir.join(RESOLVED), resolved_toml.as_bytes())
                         .map_err(|e| e.to_string())?;
                     match &extra {
                         Some(text) => atomic_write(&dir.join(EXTRA_FLOWS), text.as_bytes()),
@@ -263,6 +271,10 @@ pub(crate) const PLANNED: &str = "planning only: nothing was run";
 /// File in a run's folder that lists the flows added in code.
 const EXTRA_FLOWS: &str = "extra_flows.csv";
 
+/// The file in a run's folder that holds its scenario as resolved (profiles and presets
+/// expanded), which a reused run must match as well as its text.
+const RESOLVED: &str = "resolved.toml";
+
 /// The flows added in code as CSV (`None` if there are none): one row per flow, in order,
 /// times in picoseconds, an empty cell for "none".
 fn extra_flows_csv(flows: &[dcsim::transport::FlowSpec]) -> Option<String> {
@@ -345,6 +357,18 @@ mod tests {
             "other flows: run again"
         );
         assert_eq!(other[0].flows[0].size_bytes, Some(20_000));
+        // The same text resolved differently (a profile whose meaning changed between
+        // versions): run again.
+        mark(&dir);
+        let resolved = dir.join("runs/tiny").join(RESOLVED);
+        let text = std::fs::read_to_string(&resolved).unwrap();
+        std::fs::write(&resolved, text.replace("kind =", "# older\nkind =")).unwrap();
+        let changed = ctx.run_many(vec![spec(20_000)]).unwrap();
+        assert_ne!(
+            changed[0].summary["wall_seconds"], -1.0,
+            "resolved differently: run again"
+        );
+        assert_eq!(std::fs::read_to_string(&resolved).unwrap(), text);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
