@@ -14,7 +14,7 @@ use dcsim::net::topo::{
 use dcsim::net::{RoutingMode, RoutingSpec, TopologySpec};
 use dcsim::transport::cc::{CcSpec, DctcpConfig, DxConfig, HullConfig, RcpConfig};
 use dcsim::transport::xpass::{Law, Profile, XpassConfig};
-use dcsim::transport::{TcpConfig, TransportSpec};
+use dcsim::transport::{TcpConfig, TcpProfile, TransportSpec};
 use dcsim::workload::{
     BuiltinCdf, FlowSize, GeneratorSpec, LoadBasis, PairsSpec, PoissonSpec, Ratio, SizeSpec,
 };
@@ -212,7 +212,8 @@ pub enum Scheme {
     /// ExpressPass with a feedback law, in the authors' microbenchmark setting.
     Xpass(Law),
     /// DCTCP with K and g for the link speed (K = 65, g = 1/16 at 10 Gb/s; K = 650,
-    /// g = 0.01976 at 100 Gb/s; K scaled with the speed in between).
+    /// g = 0.01976 at 100 Gb/s; K scaled with the speed in between), buffers of 250
+    /// packets per 10 Gb/s, TCP profile `ns2` ([`TCP_BASELINE`]).
     Dctcp,
     /// RCP: routers on every switch port (the original paper's α = 0.1, β = 1, d̄ = the
     /// 100 µs base RTT, 250-packet buffers per 10 Gb/s), senders paced at the echoed rate.
@@ -224,10 +225,6 @@ pub enum Scheme {
 pub enum Nics {
     /// Drop-tail only: credits leave at line rate.
     DropTail,
-    /// Credit shaping, as on switch ports. A receiver with several flows needs it (a
-    /// shuffle, an incast): otherwise its credits leave at line rate and only the senders'
-    /// ports limit them, one sender at a time.
-    CreditShaped,
     /// The same credit-shaping queue as the switch ports, data buffer included: the
     /// authors' parking-lot and multi-bottleneck scripts build every link, host links
     /// included, as a duplex `XPassDropTail` link, so both directions shape credits.
@@ -258,13 +255,13 @@ impl Scheme {
             // `Nics::LikeSwitch`), 2-credit queues, the default 10-credit burst, data queues
             // of 100 packets, and the ns-2 defaults α = w_init = 0.5 (the scripts' own
             // settings of w do not take effect, see expresspass.md §1.6.4; the parking lot
-            // and multi-bottleneck set α = 1/32: `script_alpha`).
+            // and multi-bottleneck set α = 1/32: `script_alpha`), and ns-2's request and
+            // NACK timeout of 100 ms, which none of them changes.
             Self::Xpass(law) => {
                 let shaper = |inner| credit_shaper(credit_buffer, 10, inner);
                 s.queue = shaper(drop_tail(100 * 1538 * gbps.div_ceil(10)));
                 s.nic = match nics {
                     Nics::DropTail => nic,
-                    Nics::CreditShaped => shaper(nic),
                     Nics::LikeSwitch => s.queue.clone(),
                 };
                 s.transport = TransportSpec::Expresspass(XpassConfig {
@@ -272,6 +269,7 @@ impl Scheme {
                     law: Some(law),
                     alpha: Some(0.5),
                     w_init: Some(0.5),
+                    rto: Some(NS2_XPASS_RTO),
                     ..XpassConfig::default()
                 });
             }
@@ -282,7 +280,7 @@ impl Scheme {
                     (65 * gbps.div_ceil(10), 1.0 / 16.0)
                 };
                 s.queue = QdiscSpec::Ecn(EcnConfig {
-                    buffer: Amount::Packets((4 * k).max(250)),
+                    buffer: Amount::Packets(250 * gbps.div_ceil(10)),
                     mark_threshold: Amount::Packets(k),
                 });
                 s.nic = nic;
@@ -304,9 +302,13 @@ impl Scheme {
 /// A scheme of the fat-tree comparison (and of `fct-oracle`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FatTreeScheme {
-    /// ExpressPass with the fat-tree script's settings.
+    /// ExpressPass as the fat-tree script first ran it (October 2017, two months after the
+    /// paper; before AIR and ECS): the code law, α = w_init = 1/16.
     Xpass,
-    /// DCTCP, K = 65 packets per 10 Gb/s, g = 1/16.
+    /// ExpressPass as the fat-tree script runs it today (HEAD): the code law with AIR and
+    /// ECS, α = 1/2, w_init = 1/16.
+    XpassHead,
+    /// DCTCP, K = 65 packets per 10 Gb/s, g = 1/16, TCP profile [`TCP_BASELINE`].
     Dctcp,
     /// HULL: phantom queues (γ = 0.95, 1 KB) on every switch port, DCTCP hosts with the
     /// NIC pacer (docs/protocols/hull.md).
@@ -321,6 +323,7 @@ impl FatTreeScheme {
     pub fn key(self) -> &'static str {
         match self {
             Self::Xpass => "expresspass",
+            Self::XpassHead => "expresspass-head",
             Self::Dctcp => "dctcp",
             Self::Hull => "hull",
             Self::Dx => "dx",
@@ -337,17 +340,15 @@ impl FatTreeScheme {
         s.routing = symmetric_ecmp();
         match self {
             // The fat-tree script: credit shaping on every port including host NICs,
-            // 8-credit queues (672 B), a 2-credit burst (168 B), credit sizes 76..92 B, the
-            // HEAD feedback law with AIR and ECS (profile `code`), w_init = 1/16.
-            Self::Xpass => {
+            // 8-credit queues (672 B), a 2-credit burst (168 B), credit sizes 76..92 B,
+            // request and NACK timeout 100 µs, the code law (the law of the code since
+            // 26 October 2017; the first public code, two weeks older, already had its
+            // dynamic target).
+            Self::Xpass | Self::XpassHead => {
                 s.queue = credit_shaper(8, 2, drop_tail(buffer));
                 s.nic = credit_shaper(8, 2, drop_tail(nic));
-                s.transport = TransportSpec::Expresspass(XpassConfig {
-                    profile: Some(Profile::Code),
-                    w_init: Some(0.0625),
-                    credit_size: Some([76, 92]),
-                    ..XpassConfig::default()
-                });
+                s.transport =
+                    TransportSpec::Expresspass(xpass_large_scale(self == Self::XpassHead));
             }
             Self::Dctcp => {
                 s.queue = QdiscSpec::Ecn(EcnConfig {
@@ -365,14 +366,31 @@ impl FatTreeScheme {
                     ..PhantomConfig::default()
                 });
                 s.nic = drop_tail(nic);
-                s.transport = tcp(CcSpec::Hull(HullConfig::default()));
+                s.transport = tcp_baseline(CcSpec::Hull(HullConfig::default()));
             }
             Self::Dx => {
                 s.queue = drop_tail(buffer);
                 s.nic = drop_tail(nic);
-                s.transport = tcp(CcSpec::Dx(DxConfig::default()));
+                s.transport = tcp_baseline(CcSpec::Dx(DxConfig::default()));
             }
         }
+    }
+}
+
+/// ExpressPass as the authors' large-scale (fat-tree) script sets it: the code law, credit
+/// sizes 76..92 B, the request and NACK timeout of 100 µs, w_init = 1/16, and either the
+/// script's first version (October 2017: α = 1/16, no AIR or ECS, which came in April 2018;
+/// the paper's likely setting) or today's (`head`: α = 1/2 with AIR, ECS).
+pub fn xpass_large_scale(head: bool) -> XpassConfig {
+    XpassConfig {
+        profile: Some(Profile::Code),
+        alpha: Some(if head { 0.5 } else { 0.0625 }),
+        w_init: Some(0.0625),
+        air: Some(head),
+        ecs: Some(head),
+        credit_size: Some([76, 92]),
+        rto: Some(Dur::from_us(100)),
+        ..XpassConfig::default()
     }
 }
 
@@ -441,15 +459,44 @@ pub fn tcp(cc: CcSpec) -> TransportSpec {
     })
 }
 
-/// TCP with DCTCP of gain `g` (every other parameter at its default).
-fn dctcp(g: f64) -> TransportSpec {
+/// The TCP profile of the ExpressPass papers' baselines (DCTCP, HULL, DX): they ran in
+/// ns-2, whose FullTcp opens with a SYN handshake and an initial window of 2 segments and
+/// queues into a finite host buffer that drops (docs/protocols/tcp.md). The minimum RTO
+/// stays at 1 ms, the ExpressPass group's fat-tree DCTCP setting.
+pub const TCP_BASELINE: TcpProfile = TcpProfile::Ns2;
+
+/// [`TCP_BASELINE`] as result.json records it.
+pub const TCP_BASELINE_ABOUT: &str = "TCP profile ns2 (ns-2 FullTcp, as the papers ran it: \
+    SYN handshake, initial window 2 segments, a 1000-packet host queue that drops, no \
+    back-pressure), min RTO 1 ms, one ACK per segment";
+
+/// The request and NACK timeout of ExpressPass in ns-2 (`retransmit_timeout_`, 100 ms in
+/// ns-default.tcl); only the 2018 fat-tree script lowers it (to 100 µs).
+pub const NS2_XPASS_RTO: Dur = Dur::from_ms(100);
+
+/// TCP with controller `cc` and the papers' baseline profile [`TCP_BASELINE`].
+fn tcp_baseline(cc: CcSpec) -> TransportSpec {
     TransportSpec::Tcp(TcpConfig {
-        cc: CcSpec::Dctcp(DctcpConfig {
-            g,
-            ..DctcpConfig::default()
-        }),
+        cc,
+        profile: Some(TCP_BASELINE),
         ..TcpConfig::default()
     })
+}
+
+/// DCTCP of gain `g` with the papers' baseline profile.
+fn dctcp(g: f64) -> TransportSpec {
+    tcp_baseline(CcSpec::Dctcp(DctcpConfig {
+        g,
+        ..DctcpConfig::default()
+    }))
+}
+
+/// Sets the TCP profile of a scenario configured for a TCP scheme (an extra series beside
+/// the baseline profile).
+pub fn tcp_profile(s: &mut ScenarioSpec, profile: TcpProfile) {
+    if let TransportSpec::Tcp(c) = &mut s.transport {
+        c.profile = Some(profile);
+    }
 }
 
 /// The seed of every experiment's runs.

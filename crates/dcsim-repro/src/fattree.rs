@@ -15,7 +15,13 @@ use crate::build::{self, FatTreeScheme as Scheme};
 use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, to_series};
 
 /// Every scheme that exists, in the order of the tables.
-const SCHEMES: &[Scheme] = &[Scheme::Xpass, Scheme::Dctcp, Scheme::Hull, Scheme::Dx];
+const SCHEMES: &[Scheme] = &[
+    Scheme::Xpass,
+    Scheme::XpassHead,
+    Scheme::Dctcp,
+    Scheme::Hull,
+    Scheme::Dx,
+];
 
 /// The workloads: (key, built-in CDF).
 const WORKLOADS: &[(&str, BuiltinCdf)] = &[
@@ -117,14 +123,18 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
             &["wall_seconds", w, &gk, sk],
             r.summary["wall_seconds"].clone(),
         );
-        if s == Scheme::Xpass {
+        if matches!(s, Scheme::Xpass | Scheme::XpassHead) {
             xpass_drops += drops;
             let wasted = r.summary["by_transport"]["expresspass"]["credits_wasted"]
                 .as_u64()
                 .unwrap_or(0);
+            let key = match s {
+                Scheme::Xpass => "wasted_credits_per_flow",
+                _ => "wasted_credits_per_flow_head",
+            };
             put(
                 &mut out,
-                &["wasted_credits_per_flow", w, &gk],
+                &[key, w, &gk],
                 wasted as f64 / r.flows.len().max(1) as f64,
             );
         }
@@ -227,14 +237,21 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
                 1460 payload",
             "arrivals": "Poisson from t = 0, source uniform, destination uniform among the others",
             "measured": "every flow (no warm-up or cool-down exclusion, as the script)",
-            "expresspass": "profile code (HEAD law, AIR, ECS), w_init = 1/16, credit sizes 76..92 \
-                B, 8-credit queues and 2-credit bursts on every port incl. NICs",
-            "dctcp": "K = 65 packets per 10 Gb/s, g = 1/16, min RTO 1 ms",
+            "expresspass": "the script's first version (October 2017, before AIR and ECS; the \
+                paper's likely setting): the code law, alpha = w_init = 1/16, credit sizes \
+                76..92 B, request and NACK timeout 100 us, 8-credit queues and 2-credit bursts \
+                on every port incl. NICs",
+            "expresspass-head": "the script today (HEAD): the same with AIR and ECS on and \
+                alpha = 1/2 (an extra series; its wasted credits under \
+                wasted_credits_per_flow_head)",
+            "dctcp": "K = 65 packets per 10 Gb/s, g = 1/16",
+            "tcp": build::TCP_BASELINE_ABOUT,
             "hull": "phantom queues on every switch port (gamma 0.95, mark above 1 KB), DCTCP \
                 hosts (g = 1/16) with the NIC pacer (eta 0.125, beta 1, T_r 64 us, association \
                 1/8 per ECN echo for 10 ms); not the paper's settings, which are unknown",
             "dx": "exact queueing-delay feedback, V = T + Q, mean per window, drop-tail switch \
                 ports; not the paper's settings, which are unknown",
+            "tcp_schemes": "DCTCP, HULL and DX all run over the TCP of key tcp",
             "buffers": "switch ports 250 x 1538 B per 10 Gb/s, NICs 1000 x 1538 B",
             "kb": "1000 B",
             "seed": 1,

@@ -151,4 +151,51 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// What result.json says of the ExpressPass experiments' set-ups holds for every run:
+    /// the TCP baselines run the papers' profile (`ns2`) unless their series is named for
+    /// another, and ExpressPass waits ns-2's 100 ms before it repeats a request or a NACK,
+    /// except in the fat-tree, whose script sets 100 µs.
+    #[test]
+    fn expresspass_experiments_run_the_recorded_tcp_profile_and_timeout() {
+        use dcsim::transport::cc::CcSpec;
+        use dcsim::transport::{TcpProfile, TransportSpec};
+
+        let dir = std::env::temp_dir().join(format!("dcsim-repro-tcp-{}", std::process::id()));
+        let mut seen = (0, 0);
+        for e in EXPERIMENTS
+            .iter()
+            .filter(|e| e.name.starts_with("xpass-") && e.name != "xpass-zero-loss")
+        {
+            let ctx = Ctx::planning(true, dir.join(e.name)).unwrap();
+            assert_eq!((e.run)(&ctx).unwrap_err(), common::PLANNED, "{}", e.name);
+            for r in ctx.planned() {
+                let at = format!("{}/{}", e.name, r.name);
+                match &r.scenario.transport {
+                    // RCP's routers set the rate; its start is not the papers' TCP.
+                    TransportSpec::Tcp(t) if matches!(t.cc, CcSpec::Rcp(_)) => {}
+                    TransportSpec::Tcp(t) => {
+                        let want = if r.name.contains("ideal") {
+                            TcpProfile::Ideal
+                        } else {
+                            build::TCP_BASELINE
+                        };
+                        assert_eq!(t.profile, Some(want), "{at}");
+                        seen.0 += 1;
+                    }
+                    TransportSpec::Expresspass(x) => {
+                        let want = if ["xpass-fattree", "xpass-shuffle"].contains(&e.name) {
+                            dcsim::engine::Dur::from_us(100)
+                        } else {
+                            build::NS2_XPASS_RTO
+                        };
+                        assert_eq!(x.resolve().rto, Some(want), "{at}");
+                        seen.1 += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen.0 > 10 && seen.1 > 10, "{seen:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
