@@ -3,7 +3,7 @@
 //! transport, traffic patterns and time series. An experiment starts from
 //! [`scenario`], lets a scheme [configure](Scheme::configure) it and adds its traffic.
 
-use dcsim::engine::Dur;
+use dcsim::engine::{ByteSize, Dur};
 use dcsim::net::qdisc::{
     Amount, CreditShaperConfig, DropTailConfig, EcnConfig, PhantomConfig, QdiscSpec,
     RcpRouterConfig,
@@ -284,7 +284,7 @@ impl Scheme {
                     mark_threshold: Amount::Packets(k),
                 });
                 s.nic = nic;
-                s.transport = dctcp(g);
+                s.transport = dctcp(g, gbps);
             }
             Self::Rcp => {
                 s.queue = QdiscSpec::Rcp(RcpRouterConfig {
@@ -356,7 +356,7 @@ impl FatTreeScheme {
                     mark_threshold: Amount::Packets(65 * scale),
                 });
                 s.nic = drop_tail(nic);
-                s.transport = dctcp(0.0625);
+                s.transport = dctcp(0.0625, gbps);
             }
             // experiments.md: "HULL (target utilization 0.95)"; the paper's other HULL
             // settings are not known, so HULL's own (docs/protocols/hull.md).
@@ -366,12 +366,12 @@ impl FatTreeScheme {
                     ..PhantomConfig::default()
                 });
                 s.nic = drop_tail(nic);
-                s.transport = tcp_baseline(CcSpec::Hull(HullConfig::default()));
+                s.transport = tcp_baseline(CcSpec::Hull(HullConfig::default()), gbps);
             }
             Self::Dx => {
                 s.queue = drop_tail(buffer);
                 s.nic = drop_tail(nic);
-                s.transport = tcp_baseline(CcSpec::Dx(DxConfig::default()));
+                s.transport = tcp_baseline(CcSpec::Dx(DxConfig::default()), gbps);
             }
         }
     }
@@ -468,27 +468,35 @@ pub const TCP_BASELINE: TcpProfile = TcpProfile::Ns2;
 /// [`TCP_BASELINE`] as result.json records it.
 pub const TCP_BASELINE_ABOUT: &str = "TCP profile ns2 (ns-2 FullTcp, as the papers ran it: \
     SYN handshake, initial window 2 segments, a 1000-packet host queue that drops, no \
-    back-pressure), min RTO 1 ms, one ACK per segment";
+    back-pressure), window cap 180 segments per 10 Gb/s of link (the group's window_ 180 at \
+    10 Gb/s, scaled as K and the buffers), min RTO 1 ms, one ACK per segment";
 
 /// The request and NACK timeout of ExpressPass in ns-2 (`retransmit_timeout_`, 100 ms in
 /// ns-default.tcl); only the 2018 fat-tree script lowers it (to 100 µs).
 pub const NS2_XPASS_RTO: Dur = Dur::from_ms(100);
 
-/// TCP with controller `cc` and the papers' baseline profile [`TCP_BASELINE`].
-fn tcp_baseline(cc: CcSpec) -> TransportSpec {
+/// TCP with controller `cc` and the papers' baseline profile [`TCP_BASELINE`] on links of
+/// `gbps`: the window cap of 180 segments (the group's `window_` at 10 Gb/s) grows with the
+/// link, as K and the buffers do, or a lone flow at 100 Gb/s would be held to 21 Gb/s.
+fn tcp_baseline(cc: CcSpec, gbps: u64) -> TransportSpec {
+    let mss = TcpConfig::default().mss.0;
     TransportSpec::Tcp(TcpConfig {
         cc,
         profile: Some(TCP_BASELINE),
+        max_window: Some(ByteSize(180 * gbps.div_ceil(10) * mss)),
         ..TcpConfig::default()
     })
 }
 
-/// DCTCP of gain `g` with the papers' baseline profile.
-fn dctcp(g: f64) -> TransportSpec {
-    tcp_baseline(CcSpec::Dctcp(DctcpConfig {
-        g,
-        ..DctcpConfig::default()
-    }))
+/// DCTCP of gain `g` with the papers' baseline profile on links of `gbps`.
+fn dctcp(g: f64, gbps: u64) -> TransportSpec {
+    tcp_baseline(
+        CcSpec::Dctcp(DctcpConfig {
+            g,
+            ..DctcpConfig::default()
+        }),
+        gbps,
+    )
 }
 
 /// Sets the TCP profile of a scenario configured for a TCP scheme (an extra series beside
