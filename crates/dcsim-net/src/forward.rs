@@ -143,8 +143,8 @@ mod tests {
     use crate::qdisc::{self, Amount, Qdisc, QdiscSpec};
     use crate::topo::{self, DumbbellSpec, FatTreeSpec};
     use crate::{
-        Ecn, HostId, NetCx, NetEvent, Network, Packet, PacketId, PacketPool, PortId, PortStats,
-        RouteId, RoutingMode, RoutingSpec, Telemetry, TopologySpec,
+        Ecn, HostId, IpBits, NetCx, NetEvent, Network, Packet, PacketId, PacketPool, PortId,
+        PortStats, RouteId, RoutingMode, RoutingSpec, Telemetry, TopologySpec,
     };
 
     /// Runs the network until idle; returns (arrival time, host, packet) for each delivery.
@@ -321,7 +321,7 @@ mod tests {
                     dst: HostId(from + 3),
                     wire_bytes: wire,
                     seq: next as u64,
-                    ecn: if ect { Ecn::Ect } else { Ecn::NotEct },
+                    ip: IpBits::new(if ect { Ecn::Ect } else { Ecn::NotEct }),
                     ..Packet::default()
                 });
                 let mut cx = NetCx {

@@ -29,7 +29,7 @@ use dcsim_engine::{Rate, Time, define_id};
 
 pub use network::{BuildError, Network};
 pub use nic::DEFAULT_TX_BUDGET_BYTES;
-pub use packet::{Class, Ecn, FlowId, Packet, PacketId, PacketPool, RateStamp};
+pub use packet::{Class, Ecn, FlowId, IpBits, Packet, PacketId, PacketPool, RateStamp};
 pub use port::{Port, PortId, PortStats};
 pub use route::{RouteId, RoutingMode, RoutingSpec};
 pub use topo::{Graph, NodeKind, TopologySpec};

@@ -5,7 +5,7 @@
 //! drops it or by the endpoint that consumes it. Debug builds track liveness to catch
 //! double frees and use after free.
 //!
-//! The header is generic: the network reads only `route`, `hop`, `dst`, `class`, `ecn`,
+//! The header is generic: the network reads only `route`, `hop`, `dst`, `class`, `ip`,
 //! `wire_bytes`, `rate` and `queue_delay_ns`. The transport fields (`seq`, `ack`, `sent_at`,
 //! `echo`, `flags`, `payload_bytes`) mean whatever the transport that owns `flow` says they
 //! mean. The layout and its 64-byte budget are explained in
@@ -61,6 +61,52 @@ pub enum Ecn {
     Ect = 1,
     /// Congestion experienced.
     Ce = 3,
+}
+
+/// The network-signal byte of the IP header: the ECN field (bits 0–1, [`Ecn`]) and Pulser's
+/// explicit incast notification (EIN, bit 2; Almasi et al.), both set by switch ports and
+/// echoed by transports. A transport sets the ECN field it sends with; the network only
+/// ever adds CE and EIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct IpBits(u8);
+
+impl IpBits {
+    const ECN_MASK: u8 = 0b11;
+    const EIN: u8 = 0b100;
+
+    /// Not ECN-capable, no incast notification.
+    pub const NOT_ECT: Self = Self(Ecn::NotEct as u8);
+    /// ECN-capable, no incast notification.
+    pub const ECT: Self = Self(Ecn::Ect as u8);
+
+    /// The bits of a packet sent with ECN field `ecn`.
+    pub const fn new(ecn: Ecn) -> Self {
+        Self(ecn as u8)
+    }
+    /// The ECN field.
+    #[inline]
+    pub fn ecn(self) -> Ecn {
+        match self.0 & Self::ECN_MASK {
+            0 => Ecn::NotEct,
+            3 => Ecn::Ce,
+            _ => Ecn::Ect,
+        }
+    }
+    /// Sets the ECN field.
+    #[inline]
+    pub fn set_ecn(&mut self, ecn: Ecn) {
+        self.0 = (self.0 & !Self::ECN_MASK) | ecn as u8;
+    }
+    /// Whether a port set the explicit incast notification.
+    #[inline]
+    pub fn ein(self) -> bool {
+        self.0 & Self::EIN != 0
+    }
+    /// Sets the explicit incast notification.
+    #[inline]
+    pub fn set_ein(&mut self) {
+        self.0 |= Self::EIN;
+    }
 }
 
 /// A rate carried in a packet header, in kb/s (switch-computed rates, RCP): 32 bits hold
@@ -122,8 +168,8 @@ pub struct Packet {
     pub hop: u8,
     /// Traffic class.
     pub class: Class,
-    /// ECN field.
-    pub ecn: Ecn,
+    /// The ECN field and the explicit incast notification.
+    pub ip: IpBits,
     /// Transport flags (meaning set by the transport).
     pub flags: u8,
 }

@@ -4,7 +4,7 @@
 use dcsim_engine::{Rate, Time};
 
 use crate::qdisc::{QdiscCx, QueueDisc, Verdict};
-use crate::{Class, Ecn, Packet, PacketId, PacketPool};
+use crate::{Class, Ecn, IpBits, Packet, PacketId, PacketPool};
 
 /// Drives a queue discipline without a port: offers packets, takes them out, and counts
 /// what happened, so that a test can script arrivals and departures at chosen times.
@@ -70,7 +70,7 @@ impl QdiscDriver {
             Packet {
                 wire_bytes: wire,
                 class,
-                ecn,
+                ip: IpBits::new(ecn),
                 ..Packet::default()
             },
         )
@@ -112,6 +112,6 @@ impl QdiscDriver {
 
     /// The ECN field of `p`.
     pub fn ecn_of(&self, p: PacketId) -> Ecn {
-        self.pool.get(p).ecn
+        self.pool.get(p).ip.ecn()
     }
 }

@@ -20,6 +20,8 @@ pub struct Round {
     pub rate_echo: Option<Rate>,
     /// Whether the window was the sender's limit (it grows only then).
     pub cwnd_limited: bool,
+    /// Whether every ACK echoes an explicit incast notification (Pulser).
+    pub ein: bool,
 }
 
 impl Round {
@@ -32,6 +34,7 @@ impl Round {
             queue_delay: None,
             rate_echo: None,
             cwnd_limited: true,
+            ein: false,
         }
     }
     /// `marked` of every `of` segments CE-marked.
@@ -59,6 +62,10 @@ impl Round {
     /// The same window with this RTT.
     pub fn with_rtt(self, rtt: Dur) -> Self {
         Self { rtt, ..self }
+    }
+    /// The same window with every ACK echoing an explicit incast notification.
+    pub fn with_ein(self) -> Self {
+        Self { ein: true, ..self }
     }
 }
 
@@ -173,6 +180,7 @@ impl<C: CongestionControl> CcDriver<C> {
                 queue_delay: r.queue_delay,
                 rate_echo: r.rate_echo,
                 data_arrival: Some(self.now),
+                ein: r.ein,
             };
             self.cc.on_ack(&a);
             self.check();

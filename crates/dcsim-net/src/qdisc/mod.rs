@@ -14,10 +14,12 @@
 //! | `credit-shaper` | `credit.rs` | ExpressPass: credits behind a token bucket, ahead of an inner discipline |
 //! | `rcp` | `rcp.rs` | RCP router: a rate per interval from spare capacity and queue, stamped into data |
 //! | `phantom` | `phantom.rs` | HULL phantom queue: a counter drained at γ·C marks ECN before a queue forms |
+//! | `ein` | `ein.rs` | Pulser: explicit incast notification from the queue's gradient, over an inner discipline |
 
 mod credit;
 mod droptail;
 mod ecn;
+mod ein;
 mod phantom;
 mod prio;
 mod rcp;
@@ -36,6 +38,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub use credit::{CreditShaper, CreditShaperConfig};
 pub use droptail::{DropTail, DropTailConfig};
 pub use ecn::{EcnConfig, EcnThreshold};
+pub use ein::{EinConfig, EinPort};
 pub use phantom::{PhantomConfig, PhantomQueue};
 pub use prio::{Prio, PrioConfig};
 pub use rcp::{RcpRouter, RcpRouterConfig};
@@ -79,10 +82,10 @@ impl QdiscCx<'_> {
     #[inline]
     pub fn mark_ce(&mut self, pkt: PacketId) -> bool {
         let p = self.pool.get_mut(pkt);
-        match p.ecn {
+        match p.ip.ecn() {
             Ecn::NotEct => false,
             Ecn::Ect => {
-                p.ecn = Ecn::Ce;
+                p.ip.set_ecn(Ecn::Ce);
                 *self.marks += 1;
                 true
             }
@@ -333,6 +336,9 @@ bitflags::bitflags! {
         const RATE_STAMPING = 2;
         /// ECN marks come from a phantom queue drained below the line rate (HULL).
         const PHANTOM_MARKING = 4;
+        /// Data packets leave with an explicit incast notification when the queue grows
+        /// steeply (Pulser).
+        const INCAST_NOTIFICATION = 8;
     }
 }
 
@@ -341,6 +347,11 @@ impl PortFeatures {
     pub const DESCRIPTIONS: &'static [(Self, &'static str, &'static str)] = &[
         (Self::CREDIT_SHAPING, "credit shaping", "credit-shaper"),
         (Self::RATE_STAMPING, "rate stamping", "rcp"),
+        (
+            Self::INCAST_NOTIFICATION,
+            "explicit incast notification",
+            "ein",
+        ),
     ];
 }
 
@@ -479,6 +490,8 @@ disciplines! {
     Rcp(Box<RcpRouter>),
     /// See [`PhantomQueue`].
     Phantom(Box<PhantomQueue>),
+    /// See [`EinPort`].
+    Ein(Box<EinPort>),
 }
 
 /// Checks that a buffer or threshold is not zero.

@@ -10,6 +10,7 @@
 mod dctcp;
 mod dx;
 mod hull;
+mod pulser;
 mod rcp;
 mod reno;
 
@@ -27,6 +28,7 @@ use crate::endpoint::Needs;
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use dx::{Dx, DxConfig, Estimator, Measurement, Normalizer, Timestamps};
 pub use hull::{Hull, HullConfig};
+pub use pulser::{Pulser, PulserConfig};
 pub use rcp::{Rcp, RcpConfig};
 pub use reno::{Reno, RenoCore};
 
@@ -65,6 +67,9 @@ pub struct AckSample {
     pub data_arrival: Option<Time>,
     /// Maximum segment size in bytes.
     pub mss: u64,
+    /// The ACK echoes an explicit incast notification (Pulser): a port on the data's path
+    /// saw its queue grow steeply.
+    pub ein: bool,
 }
 
 /// Window and rate policy of one sender.
@@ -266,6 +271,8 @@ controllers! {
     Rcp(Rcp),
     /// HULL's hosts (Alizadeh et al., NSDI'12): DCTCP on phantom-queue marks, paced.
     Hull(Hull),
+    /// Pulser (Almasi et al.): DCTCP with the explicit incast notification.
+    Pulser(Pulser),
 }
 
 impl Default for CcSpec {

@@ -52,7 +52,7 @@ mod sender;
 
 use dcsim_engine::{ByteSize, Dur, RngTree, Time};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId};
+use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 use serde::{Deserialize, Serialize};
 
 pub use pacer::{HostPacer, TcpHost};
@@ -71,6 +71,9 @@ pub const FLAG_ACK: u8 = 2;
 pub const FLAG_ECE: u8 = 4;
 /// Packet flag: connection set-up (the SYN; with [`FLAG_ACK`], the SYN-ACK).
 pub const FLAG_SYN: u8 = 8;
+/// Packet flag: explicit incast notification echo (Pulser): a data segment this ACK
+/// covers arrived with EIN set.
+pub const FLAG_EIN: u8 = 16;
 
 /// A header-only control segment of `flow` (the SYN and SYN-ACK): 40 B of TCP/IP header,
 /// control class, sent now, echoing `echo`.
@@ -96,7 +99,7 @@ pub(crate) fn control_segment(
         wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
         hop: 0,
         class: Class::Control,
-        ecn: Ecn::NotEct,
+        ip: IpBits::NOT_ECT,
         flags,
     }
 }
@@ -223,8 +226,10 @@ impl TcpConfig {
             TcpProfile::Linux => (10, true, true, true, 1.0),
         };
         let mut cc = self.cc.clone();
-        if let CcSpec::Dctcp(d) = &mut cc {
-            d.alpha_init.get_or_insert(alpha);
+        match &mut cc {
+            CcSpec::Dctcp(d) => _ = d.alpha_init.get_or_insert(alpha),
+            CcSpec::Pulser(p) => _ = p.alpha_init.get_or_insert(alpha),
+            _ => {}
         }
         // ns-2 caps the window at `window_` packets; the ExpressPass group's DCTCP scripts
         // set 180 (ns-2's own default, 20, would cap a 10 Gb/s fat-tree flow well below

@@ -3,9 +3,11 @@
 
 use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId};
+use dcsim_net::{Class, Ecn, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 
-use super::{FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, TcpConfig, TcpHost, control_segment};
+use super::{
+    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_SYN, TcpConfig, TcpHost, control_segment,
+};
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
 use crate::ranges::{advance, insert_range};
 
@@ -22,6 +24,8 @@ pub struct TcpReceiver {
     delack_timeout: Dur,
     pending_acks: u32,
     ce_state: bool,
+    /// A segment not yet acknowledged arrived with EIN (echoed on the next ACK).
+    ein_pending: bool,
     last_echo: Time,
     /// When the last data packet arrived.
     last_arrival: Time,
@@ -45,6 +49,7 @@ impl TcpReceiver {
             delack_timeout: cfg.delack_timeout,
             pending_acks: 0,
             ce_state: false,
+            ein_pending: false,
             last_echo: Time::ZERO,
             last_arrival: Time::ZERO,
             last_rate: RateStamp::NONE,
@@ -66,7 +71,8 @@ impl TcpReceiver {
         if self.rcv_nxt >= cx.shared.limit_bytes {
             self.completed = true;
         }
-        let ce = p.ecn == Ecn::Ce;
+        let ce = p.ip.ecn() == Ecn::Ce;
+        self.ein_pending |= p.ip.ein();
         self.last_echo = p.sent_at;
         self.last_arrival = cx.now();
         self.last_rate = p.rate;
@@ -93,6 +99,7 @@ impl TcpReceiver {
     fn send_ack<S: Sched, H>(&mut self, ece: bool, cx: &mut EndpointCx<'_, S, H>) {
         self.pending_acks = 0;
         self.timers.cancel(T_DELACK);
+        let ein = core::mem::take(&mut self.ein_pending);
         cx.send(Packet {
             seq: 0,
             ack: self.rcv_nxt,
@@ -107,8 +114,8 @@ impl TcpReceiver {
             wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
             hop: 0,
             class: Class::Control,
-            ecn: Ecn::NotEct,
-            flags: FLAG_ACK | if ece { FLAG_ECE } else { 0 },
+            ip: IpBits::NOT_ECT,
+            flags: FLAG_ACK | if ece { FLAG_ECE } else { 0 } | if ein { FLAG_EIN } else { 0 },
         });
     }
 }

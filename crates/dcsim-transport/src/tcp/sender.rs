@@ -2,10 +2,11 @@
 
 use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, FlowId, HostId, Packet, RateStamp, RouteId, Telemetry};
+use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId, Telemetry};
 
 use super::{
-    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_SYN, HostPacer, TcpConfig, TcpHost, control_segment,
+    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_SYN, HostPacer, TcpConfig, TcpHost,
+    control_segment,
 };
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
@@ -293,7 +294,11 @@ impl TcpSender {
             wire_bytes: wire_bytes(len + TCP_IP_HEADER_BYTES),
             hop: 0,
             class: Class::Data,
-            ecn: if self.ecn { Ecn::Ect } else { Ecn::NotEct },
+            ip: if self.ecn {
+                IpBits::ECT
+            } else {
+                IpBits::NOT_ECT
+            },
             flags: FLAG_DATA,
         });
     }
@@ -373,6 +378,7 @@ impl TcpSender {
                     .then(|| Dur::from_ns(u64::from(p.queue_delay_ns))),
                 rate_echo: p.rate.rate(),
                 data_arrival: Some(p.sent_at),
+                ein: p.flags & FLAG_EIN != 0,
             };
             self.cc.on_ack(&sample);
             if self.snd_una >= cx.shared.limit_bytes {

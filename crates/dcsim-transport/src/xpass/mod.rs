@@ -31,7 +31,7 @@ mod sender;
 use dcsim_engine::{Dur, Rate, RngTree};
 use dcsim_net::qdisc::PortFeatures;
 use dcsim_net::wire::{MAX_WIRE_BYTES, MIN_WIRE_BYTES, TCP_MSS_BYTES};
-use dcsim_net::{Class, Ecn, Packet, RateStamp, Telemetry};
+use dcsim_net::{Class, IpBits, Packet, RateStamp, Telemetry};
 use serde::{Deserialize, Serialize};
 
 pub use feedback::{Feedback, Law, LawParams, Period};
@@ -327,7 +327,7 @@ fn control(
         wire_bytes: MIN_WIRE_BYTES,
         hop: 0,
         class: Class::Control,
-        ecn: Ecn::NotEct,
+        ip: IpBits::NOT_ECT,
         flags,
     }
 }

@@ -2,7 +2,7 @@
 //! credit loss from the credit sequence echoed by data, NACKs holes.
 
 use dcsim_engine::{Dur, Rng, Time, TimerTable};
-use dcsim_net::{Class, Ecn, Packet, RateStamp};
+use dcsim_net::{Class, IpBits, Packet, RateStamp};
 use rand::RngExt;
 
 use super::{
@@ -134,7 +134,7 @@ impl XpassReceiver {
             wire_bytes: size,
             hop: 0,
             class: Class::Credit,
-            ecn: Ecn::NotEct,
+            ip: IpBits::NOT_ECT,
             flags: FLAG_CREDIT,
         });
         self.stats.credits_sent += 1;

@@ -3,7 +3,7 @@
 
 use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
-use dcsim_net::{Class, Ecn, Packet, RateStamp};
+use dcsim_net::{Class, IpBits, Packet, RateStamp};
 
 use super::{
     FLAG_CREDIT, FLAG_NACK, FLAG_REQUEST, FLAG_STOP, FLAG_XDATA, XpassParams, XpassStats, control,
@@ -148,7 +148,7 @@ impl XpassSender {
             wire_bytes: wire_bytes(len + TCP_IP_HEADER_BYTES),
             hop: 0,
             class: Class::Data,
-            ecn: Ecn::NotEct,
+            ip: IpBits::NOT_ECT,
             flags: FLAG_XDATA,
         });
         if !self.has_data(size) {
