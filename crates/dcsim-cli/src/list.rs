@@ -47,6 +47,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "websearch-star.toml",
         include_str!("../../../scenarios/websearch-star.toml"),
     ),
+    (
+        "pulser-incast.toml",
+        include_str!("../../../scenarios/pulser-incast.toml"),
+    ),
 ];
 
 fn section<'a>(out: &mut String, title: &str, rows: impl IntoIterator<Item = (&'a str, &'a str)>) {
