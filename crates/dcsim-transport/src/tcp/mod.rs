@@ -46,6 +46,7 @@
 //! No FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle. The SYN
 //! carries no data and is retransmitted on the RTO like data.
 
+mod ictcp;
 mod pacer;
 mod receiver;
 mod sender;
@@ -55,6 +56,7 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 use serde::{Deserialize, Serialize};
 
+pub use ictcp::{IctcpConfig, IctcpConn, IctcpHost};
 pub use pacer::{HostPacer, TcpHost};
 pub use receiver::TcpReceiver;
 pub use sender::{TcpSender, TcpStats};
@@ -74,6 +76,8 @@ pub const FLAG_SYN: u8 = 8;
 /// Packet flag: explicit incast notification echo (Pulser): a data segment this ACK
 /// covers arrived with EIN set.
 pub const FLAG_EIN: u8 = 16;
+/// Packet flag: the ACK advertises a receive window, in bytes, in its `seq` field (ICTCP).
+pub const FLAG_RWND: u8 = 32;
 
 /// A header-only control segment of `flow` (the SYN and SYN-ACK): 40 B of TCP/IP header,
 /// control class, sent now, echoing `echo`.
@@ -163,6 +167,9 @@ pub struct TcpConfig {
     /// Cap on the window (a receiver window), if any (`ns2`: 180 segments, the ExpressPass
     /// group's `window_`).
     pub max_window: Option<ByteSize>,
+    /// ICTCP: receivers set each connection's advertised window (`ictcp = {}` for the
+    /// defaults); off unless given.
+    pub ictcp: Option<IctcpConfig>,
 }
 
 impl Default for TcpConfig {
@@ -183,6 +190,7 @@ impl Default for TcpConfig {
             delayed_ack: false,
             delack_timeout: Dur::from_us(50),
             max_window: None,
+            ictcp: None,
         }
     }
 }
@@ -210,6 +218,9 @@ impl TcpConfig {
         }
         if self.init_rto == Dur::ZERO {
             return Err("init_rto: must be greater than zero".into());
+        }
+        if let Some(i) = &self.ictcp {
+            i.validate()?;
         }
         if self.delayed_ack && self.delack_timeout == Dur::ZERO {
             return Err("delack_timeout: must be greater than zero".into());

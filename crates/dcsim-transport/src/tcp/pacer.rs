@@ -10,6 +10,8 @@ use crate::cc::PacerParams;
 pub struct TcpHost {
     /// The host's pacer, created when the first flow asks for it.
     pub pacer: Option<HostPacer>,
+    /// ICTCP's state of the host's receiving interface.
+    pub ictcp: crate::tcp::IctcpHost,
 }
 
 /// A pacer between a host's associated flows and its NIC (HULL §4.2).

@@ -6,7 +6,8 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 
 use super::{
-    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_SYN, TcpConfig, TcpHost, control_segment,
+    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, IctcpConn, TcpConfig, TcpHost,
+    control_segment,
 };
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
 use crate::ranges::{advance, insert_range};
@@ -26,6 +27,10 @@ pub struct TcpReceiver {
     ce_state: bool,
     /// A segment not yet acknowledged arrived with EIN (echoed on the next ACK).
     ein_pending: bool,
+    /// ICTCP's state of this connection, and the receiving link in bytes/s.
+    ictcp: Option<(IctcpConn, f64)>,
+    /// The window advertised in ACKs (ICTCP), if any.
+    rwnd: Option<u64>,
     last_echo: Time,
     /// When the last data packet arrived.
     last_arrival: Time,
@@ -50,6 +55,13 @@ impl TcpReceiver {
             pending_acks: 0,
             ce_state: false,
             ein_pending: false,
+            ictcp: cfg.ictcp.as_ref().map(|i| {
+                (
+                    IctcpConn::new(i, cfg.mss.0),
+                    flow.dst_link.bps() as f64 / 8.0,
+                )
+            }),
+            rwnd: None,
             last_echo: Time::ZERO,
             last_arrival: Time::ZERO,
             last_rate: RateStamp::NONE,
@@ -101,7 +113,6 @@ impl TcpReceiver {
         self.timers.cancel(T_DELACK);
         let ein = core::mem::take(&mut self.ein_pending);
         cx.send(Packet {
-            seq: 0,
             ack: self.rcv_nxt,
             sent_at: self.last_arrival,
             echo: self.last_echo,
@@ -115,7 +126,11 @@ impl TcpReceiver {
             hop: 0,
             class: Class::Control,
             ip: IpBits::NOT_ECT,
-            flags: FLAG_ACK | if ece { FLAG_ECE } else { 0 } | if ein { FLAG_EIN } else { 0 },
+            seq: self.rwnd.unwrap_or(0),
+            flags: FLAG_ACK
+                | if ece { FLAG_ECE } else { 0 }
+                | if ein { FLAG_EIN } else { 0 }
+                | if self.rwnd.is_some() { FLAG_RWND } else { 0 },
         });
     }
 }
@@ -125,7 +140,19 @@ impl Receiver for TcpReceiver {
 
     fn on_packet<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
         if p.flags & FLAG_DATA != 0 {
+            if let Some((conn, capacity)) = &mut self.ictcp {
+                let now = cx.now();
+                // The data echoes the time of the ACK it answers: a receiver RTT sample.
+                let rtt = (p.echo > Time::ZERO).then(|| now.saturating_since(p.echo));
+                let host = &mut cx.host_state.ictcp;
+                self.rwnd = Some(conn.on_data(host, *capacity, now, p.payload_bytes.into(), rtt));
+            }
             self.on_data(p, cx);
+            if self.completed
+                && let Some((conn, _)) = &mut self.ictcp
+            {
+                conn.close(&mut cx.host_state.ictcp);
+            }
         } else if p.flags & FLAG_SYN != 0 {
             // Every SYN (a retransmitted one too) gets a SYN-ACK echoing its timestamp.
             let now = cx.now();

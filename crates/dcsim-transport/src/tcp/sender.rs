@@ -5,7 +5,7 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId, Telemetry};
 
 use super::{
-    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_SYN, HostPacer, TcpConfig, TcpHost,
+    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, HostPacer, TcpConfig, TcpHost,
     control_segment,
 };
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
@@ -101,6 +101,11 @@ pub struct TcpSender {
     round_end: u64,
     cc: Cc,
     max_window: u64,
+    /// The receiver's advertised window (ICTCP); unlimited without ICTCP.
+    rwnd: u64,
+    /// When the receiver sent the newest ACK (its `sent_at`), echoed in data so the receiver
+    /// can time a round trip (as TCP's timestamp option).
+    ack_stamp: Time,
     srtt: Option<Dur>,
     rttvar: Dur,
     rto: Dur,
@@ -148,6 +153,13 @@ impl TcpSender {
             round_end: 0,
             cc,
             max_window: cfg.max_window.map_or(u64::MAX, |w| w.0),
+            // The receiver's first advertised window (ICTCP starts every connection at its
+            // smallest), as the SYN-ACK would carry it.
+            rwnd: cfg
+                .ictcp
+                .as_ref()
+                .map_or(u64::MAX, |i| u64::from(i.min_rwnd_pkts) * cfg.mss.0),
+            ack_stamp: Time::ZERO,
             srtt: None,
             rttvar: Dur::ZERO,
             rto: cfg.init_rto,
@@ -178,7 +190,16 @@ impl TcpSender {
     }
 
     fn window(&self) -> u64 {
-        (self.cc.cwnd_bytes() + self.inflation).min(self.max_window)
+        (self.cc.cwnd_bytes() + self.inflation)
+            .min(self.max_window)
+            .min(self.rwnd)
+    }
+
+    /// Whether the window now stops the sender because of the congestion window (or the
+    /// fixed cap), not the receiver's advertised window: only then may the window grow
+    /// (RFC 7661). (ns-2 grows its window under the fixed cap too; so does this.)
+    fn cc_limited(&self) -> bool {
+        self.rwnd >= (self.cc.cwnd_bytes() + self.inflation).min(self.max_window)
     }
 
     fn try_send<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
@@ -202,7 +223,7 @@ impl TcpSender {
                     break;
                 }
             } else if in_flight > 0 && in_flight + len > wnd {
-                self.cwnd_limited = true;
+                self.cwnd_limited = self.cc_limited();
                 break;
             }
             let wire = wire_bytes(len as u32 + TCP_IP_HEADER_BYTES);
@@ -284,7 +305,7 @@ impl TcpSender {
             seq,
             ack: 0,
             sent_at: cx.now(),
-            echo: Time::ZERO,
+            echo: self.ack_stamp,
             rate: RateStamp::NONE,
             queue_delay_ns: 0,
             flow: self.flow,
@@ -310,6 +331,10 @@ impl TcpSender {
         let now = cx.now();
         let a = p.ack;
         let ece = p.flags & FLAG_ECE != 0;
+        if p.flags & FLAG_RWND != 0 {
+            self.rwnd = p.seq;
+        }
+        self.ack_stamp = p.sent_at;
         if a > self.snd_nxt {
             // Data the receiver buffered beyond a go-back-N restart.
             self.snd_nxt = a;
