@@ -7,6 +7,7 @@
 //! [`CongestionControl`] and [`Controller`], plus one line in the `controllers!` registry
 //! below.
 
+mod cubic;
 mod dctcp;
 mod dx;
 mod hull;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::endpoint::Needs;
 
+pub use cubic::{Cubic, CubicConfig};
 pub use dctcp::{Dctcp, DctcpConfig};
 pub use dx::{Dx, DxConfig, Estimator, Measurement, Normalizer, Timestamps};
 pub use hull::{Hull, HullConfig};
@@ -273,6 +275,8 @@ controllers! {
     Hull(Hull),
     /// Pulser (Almasi et al.): DCTCP with the explicit incast notification.
     Pulser(Pulser),
+    /// CUBIC (RFC 9438).
+    Cubic(Cubic),
 }
 
 impl Default for CcSpec {

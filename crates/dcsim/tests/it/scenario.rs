@@ -756,3 +756,37 @@ fn ictcp_removes_the_incast_losses() {
         "incast took {last} us, the link needs {need_us}"
     );
 }
+
+/// CUBIC on the DCTCP dumbbell's bottleneck: on a 250-packet drop-tail queue two flows fill
+/// the link and share it (loss-based: the queue stands near the buffer); with ECN on and
+/// the K = 65 marking queue they keep the link nearly full with no loss and a far shorter
+/// queue, each echo cutting the window to β = 0.7 of itself.
+#[test]
+fn cubic_shares_a_bottleneck_with_loss_or_with_ecn() {
+    let bottleneck = |r: &dcsim::Results| {
+        let p = r
+            .ports
+            .iter()
+            .find(|p| p.node == "left" && p.peer == "right")
+            .unwrap();
+        (p.utilization, p.avg_queue_bytes, p.drops)
+    };
+    let loss = run(
+        "scenarios/dctcp-dumbbell.toml",
+        &[
+            "transport.cc=cubic",
+            r#"queue={kind="droptail",buffer="250pkts"}"#,
+        ],
+    );
+    let (u, q, drops) = bottleneck(&loss);
+    assert!(u > 0.99 && drops > 0 && q > 200_000.0, "{u} {q} {drops}");
+    assert!(loss.summary["jain_fairness"].as_f64().unwrap() > 0.95);
+    let ecn = run(
+        "scenarios/dctcp-dumbbell.toml",
+        &["transport.cc=cubic", "transport.ecn=true"],
+    );
+    let (u, q, _) = bottleneck(&ecn);
+    assert_eq!(ecn.summary["packets_dropped"], 0);
+    assert!(u > 0.97 && q < 100_000.0, "{u} {q}");
+    assert!(ecn.summary["jain_fairness"].as_f64().unwrap() > 0.99);
+}
