@@ -546,6 +546,13 @@ mod tests {
                 inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
                 ..PhantomConfig::default()
             }),
+            QdiscSpec::Ein(EinConfig {
+                inner: Box::new(QdiscSpec::Ecn(EcnConfig {
+                    buffer: b,
+                    mark_threshold: Amount::Packets(5),
+                })),
+                ..EinConfig::default()
+            }),
             QdiscSpec::Rcp(RcpRouterConfig {
                 inner: Box::new(QdiscSpec::DropTail(DropTailConfig { buffer: b })),
                 ..RcpRouterConfig::default()

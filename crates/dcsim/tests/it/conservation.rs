@@ -30,6 +30,10 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         }
         // RCP: rate-stamping routers (evented ports) over small buffers.
         6 => "kind = \"rcp\"\nrtt = \"20us\"\ninner = { kind = \"droptail\", buffer = \"12KB\" }",
+        // Pulser: EIN ports (evented) over ECN marking.
+        8 => {
+            "kind = \"ein\"\nsamples = 5\ninner = { kind = \"ecn\", buffer = \"20pkts\", mark_threshold = \"5pkts\" }"
+        }
         // DX on drop-tail, with queue-delay telemetry on.
         _ => "kind = \"droptail\"\nbuffer = \"12KB\"",
     };
@@ -50,15 +54,22 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
         }
         6 => "kind = \"tcp\"\ncc = \"rcp\"\nmin_rto = \"200us\"",
         7 => "kind = \"tcp\"\ncc = \"dx\"\nmin_rto = \"200us\"",
+        8 => [
+            "kind = \"tcp\"\ncc = \"pulser\"\nmin_rto = \"200us\"",
+            "kind = \"tcp\"\ncc = \"pulser\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
+        ][routing as usize % 2],
         4 => [
             "kind = \"expresspass\"\nprofile = \"paper\"",
             "kind = \"expresspass\"\nprofile = \"code\"\ncredit_size = [76, 92]",
         ][routing as usize % 2],
+        // NewReno in each profile, CUBIC, and NewReno under ICTCP's receive windows.
         _ => [
             "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"linux\"\nmin_rto = \"200us\"",
-        ][routing as usize % 3],
+            "kind = \"tcp\"\ncc = \"cubic\"\nmin_rto = \"200us\"",
+            "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"\nictcp = {}",
+        ][(routing as usize + flows.len()) % 5],
     };
     let mut s = format!(
         "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\n{transport}\n"
@@ -89,7 +100,7 @@ proptest! {
     #[test]
     fn drained_runs_conserve_packets_and_complete_every_flow(
         topo in 0u8..4,
-        qdisc in 0u8..8,
+        qdisc in 0u8..9,
         routing in 0u8..3,
         flows in proptest::collection::vec((0u8..16, 0u8..16, 1u32..300_000, 0u16..200), 1..10),
     ) {

@@ -282,7 +282,9 @@ fn dctcp_queue_sawtooth_matches_the_fluid_model() {
 /// initial window of both profiles, so its FCT grows by exactly that round trip), and no
 /// back-pressure: a 1 MB flow's slow-start bursts overflow a 100-packet host queue (the
 /// ns-2 dumbbell script's), which the `ideal` profile's back-pressure never lets happen
-/// (its 128 KB budget fits in the queue); both deliver every byte.
+/// (its 128 KB budget fits in the queue); both deliver every byte. (The window is capped
+/// at 1 MB here: `ns2`'s own cap of 180 segments would keep this flow's NIC queue, about
+/// the window less the 83-packet bandwidth-delay product, under 100 packets.)
 #[test]
 fn ns2_profile_pays_a_handshake_and_drops_at_a_full_host_queue() {
     let text = |size: &str, profile: &str| {
@@ -300,6 +302,7 @@ fn ns2_profile_pays_a_handshake_and_drops_at_a_full_host_queue() {
             kind = "tcp"
             cc = "reno"
             profile = "{profile}"
+            max_window = "1MB"
             [[flows]]
             src = 0
             dst = 1
