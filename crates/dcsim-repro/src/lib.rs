@@ -13,6 +13,7 @@ mod common;
 mod dx;
 mod fattree;
 mod oracle;
+mod pulser;
 mod xpass;
 
 use std::path::PathBuf;
@@ -90,6 +91,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
         description: "one 10 Gb/s bottleneck at load 0.5: slowdown per size bucket, ExpressPass \
             and DCTCP beside ideal fair sharing",
         run: oracle::fct_oracle,
+    },
+    Experiment {
+        name: "pulser-leafspine",
+        description: "400-host leaf-spine, Pulser mix at loads 20-80 %, incast degree 24 (32, 40): \
+            DCTCP, ICTCP, Pulser: short-flow FCT, long-flow throughput, one incast episode",
+        run: pulser::pulser_leafspine,
     },
     Experiment {
         name: "xpass-zero-loss",
