@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 pub mod analysis;
+pub mod maxmin;
 pub mod oracle;
 pub mod plot;
 
