@@ -53,6 +53,15 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The example scenario `name` (`dctcp-dumbbell` or `dctcp-dumbbell.toml`).
+pub(crate) fn example(name: &str) -> Option<&'static str> {
+    let want = name.trim_end_matches(".toml");
+    EXAMPLES
+        .iter()
+        .find(|(f, _)| f.trim_end_matches(".toml") == want)
+        .map(|(_, text)| *text)
+}
+
 fn section<'a>(out: &mut String, title: &str, rows: impl IntoIterator<Item = (&'a str, &'a str)>) {
     let _ = writeln!(out, "{title}:");
     for (k, d) in rows {
@@ -98,7 +107,10 @@ pub(crate) fn text() -> String {
         let _ = writeln!(out, "  {:<32} {}", e.name, e.description);
     }
     out.push('\n');
-    let _ = writeln!(out, "example scenarios (scenarios/):");
+    let _ = writeln!(
+        out,
+        "example scenarios (scenarios/; `dcsim example NAME` prints one):"
+    );
     for (name, text) in EXAMPLES {
         let desc = toml::from_str::<toml::Table>(text)
             .ok()

@@ -67,6 +67,15 @@ enum Cmd {
     /// List topologies, transports, congestion controllers, queue disciplines, traffic
     /// patterns and example scenarios.
     List,
+    /// Print a built-in example scenario (names: `dcsim list`), or write it to a file, so
+    /// an installed dcsim runs its examples anywhere.
+    Example {
+        /// Example name, with or without `.toml`, e.g. dctcp-dumbbell.
+        name: String,
+        /// Write it to this file instead (refused if the file exists).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Reproduce a paper experiment (see `dcsim list`): data, result.json and plots.
     Repro {
         /// Experiment name, e.g. xpass-convergence.
@@ -164,6 +173,7 @@ fn main() -> ExitCode {
             Err(e) => config_error(&e),
         },
         Cmd::List => emit(&list::text()),
+        Cmd::Example { name, out } => example(&name, out),
         Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
         Cmd::Repro {
             name,
@@ -226,6 +236,41 @@ fn emit(text: &str) -> ExitCode {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: writing to standard output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `dcsim example NAME [--out FILE]`.
+fn example(name: &str, out: Option<PathBuf>) -> ExitCode {
+    let Some(text) = list::example(name) else {
+        let names: Vec<&str> = list::EXAMPLES
+            .iter()
+            .map(|(f, _)| f.trim_end_matches(".toml"))
+            .collect();
+        eprintln!(
+            "error: no example {name:?}; the examples are: {}",
+            names.join(", ")
+        );
+        return ExitCode::from(2);
+    };
+    let Some(path) = out else {
+        return emit(text);
+    };
+    if path.exists() {
+        eprintln!(
+            "error: {} exists; not overwriting it (choose another --out)",
+            path.display()
+        );
+        return ExitCode::from(2);
+    }
+    match dcsim::metrics::atomic_write(&path, text.as_bytes()) {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write {}: {e}", path.display());
             ExitCode::from(1)
         }
     }

@@ -201,3 +201,37 @@ fn list_and_show_into_a_closed_pipe_exit_quietly() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `dcsim example NAME` prints a built-in example exactly as shipped in scenarios/, with
+/// or without `.toml`; `--out` writes it and never overwrites; an unknown name lists the
+/// examples and exits 2.
+#[test]
+fn example_prints_writes_and_refuses_to_overwrite() {
+    let shipped = std::fs::read_to_string(root().join("scenarios/pulser-incast.toml")).unwrap();
+    for name in ["pulser-incast", "pulser-incast.toml"] {
+        let o = dcsim(&["example", name]);
+        assert!(o.status.success());
+        assert_eq!(String::from_utf8(o.stdout).unwrap(), shipped);
+    }
+    let d = tmp("example");
+    let file = d.join("p.toml").display().to_string();
+    assert!(
+        dcsim(&["example", "pulser-incast", "--out", &file])
+            .status
+            .success()
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), shipped);
+    let again = dcsim(&["example", "dctcp-dumbbell", "--out", &file]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not overwriting"));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        shipped,
+        "untouched"
+    );
+    let bad = dcsim(&["example", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("dctcp-dumbbell"));
+    // The written file runs anywhere.
+    assert!(dcsim(&["check", &file]).status.success());
+}
