@@ -77,9 +77,10 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
         ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
         ..TcpConfig::default()
     });
-    sc.flows = vec![build::flow(399, 0, Dur::ZERO)];
-    let stop = |f: &mut dcsim::FlowEntry| f.stop = Some(until);
-    stop(&mut sc.flows[0]);
+    sc.flows = vec![dcsim::FlowEntry {
+        stop: Some(until),
+        ..build::flow(399, 0, Dur::ZERO)
+    }];
     sc.generators = vec![
         GeneratorEntry {
             pattern: GeneratorSpec::Pulser(PulserSpec {
