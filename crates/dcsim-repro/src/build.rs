@@ -258,8 +258,8 @@ impl Scheme {
             // and multi-bottleneck set α = 1/32: `script_alpha`), and ns-2's request and
             // NACK timeout of 100 ms, which none of them changes.
             Self::Xpass(law) => {
-                let shaper = |inner| credit_shaper(credit_buffer, 10, inner);
-                s.queue = shaper(drop_tail(100 * 1538 * gbps.div_ceil(10)));
+                s.queue =
+                    credit_shaper(credit_buffer, 10, drop_tail(100 * 1538 * gbps.div_ceil(10)));
                 s.nic = match nics {
                     Nics::DropTail => nic,
                     Nics::LikeSwitch => s.queue.clone(),

@@ -231,7 +231,7 @@ mod tests {
                 out.push((d.pool.get(p).ip.ein(), q.backlog_pkts()));
                 d.pool.free(p);
             }
-            d.now = d.now + slot;
+            d.now += slot;
         }
         out
     }

@@ -189,14 +189,14 @@ mod tests {
         assert_eq!(before, 80 * 1460, "slow start");
         let out = d.round(Round::clean().with_ein());
         assert_eq!(out.cwnd_bytes, 4 * 1460);
-        assert_eq!(out.get("incast"), 1.0);
+        assert!(out.get("incast") > 0.5, "holding the safe window");
         // Marked and notified for a while: α rises, the window stays safe.
         let out = d.rounds(5, Round::marked(1, 1).with_ein());
         assert!(out.iter().all(|o| o.cwnd_bytes == 4 * 1460));
         assert!(out.last().unwrap().get("alpha") > 0.2);
         // One clean (safe) window: restored to the window before the incast.
         let out = d.round(Round::clean());
-        assert_eq!(out.get("incast"), 0.0);
+        assert!(out.get("incast") < 0.5, "restored");
         assert_eq!(
             d.cc.cwnd_bytes(),
             before + 1460,
@@ -221,7 +221,7 @@ mod tests {
             for _ in 0..6 {
                 let (a, b) = (p.round(r), q.round(r));
                 assert_eq!(a.cwnd_bytes, b.cwnd_bytes);
-                assert_eq!(a.get("alpha"), b.get("alpha"));
+                assert_eq!(a.get("alpha").to_bits(), b.get("alpha").to_bits());
             }
         }
         p.loss();
@@ -239,6 +239,7 @@ mod tests {
         assert_eq!(d.cc.cwnd_bytes(), 40 * 1460);
         d.round(Round::clean().with_ein());
         d.timeout();
-        assert_eq!(d.state().iter().find(|s| s.0 == "incast").unwrap().1, 0.0);
+        let Cc::Pulser(p) = &d.cc else { unreachable!() };
+        assert!(!p.in_incast());
     }
 }

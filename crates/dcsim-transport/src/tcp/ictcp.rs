@@ -127,7 +127,7 @@ impl IctcpHost {
             if self.slot_t != Dur::ZERO {
                 let len = (self.slot_t * 2).as_ps();
                 let over = now.saturating_since(self.slot_start).as_ps() / len;
-                self.slot_start = self.slot_start + Dur::from_ps(over * len);
+                self.slot_start += Dur::from_ps(over * len);
             } else {
                 self.slot_start = now;
             }
