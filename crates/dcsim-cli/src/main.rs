@@ -154,16 +154,22 @@ fn main() -> ExitCode {
             quiet,
         } => run(&file, out, seed, sets, quiet),
         Cmd::Sweep(args) => sweep::run(args),
-        Cmd::Check { file, sets } => match load(&file, &sets) {
-            Ok(s) => {
+        Cmd::Check { file, sets } => match load(&file, &sets).and_then(|s| {
+            let generated = generators(&s)?;
+            Ok((s, generated))
+        }) {
+            Ok((s, generated)) => {
                 let links = s.graph.links.len();
                 let switches = s.graph.nodes.len() - s.graph.hosts.len();
                 println!(
-                    "{}: ok: {} hosts, {switches} switches, {links} links, {} flows",
+                    "{}: ok: {} hosts, {switches} switches, {links} links, {} flows listed",
                     file.display(),
                     s.graph.hosts.len(),
                     s.flows.len()
                 );
+                for g in generated {
+                    println!("  generator {g}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => config_error(&e),
@@ -346,6 +352,47 @@ fn repro(
 
 fn load(file: &Path, sets: &[String]) -> Result<dcsim::Scenario, ConfigError> {
     ScenarioSpec::load(file, sets)?.build(&file.display().to_string())
+}
+
+/// One line per traffic generator of `s`: what it will produce (its flow count when
+/// known, else its arrival rate, caps and load).
+fn generators(s: &dcsim::Scenario) -> Result<Vec<String>, ConfigError> {
+    Ok(s.sources()?
+        .iter()
+        .map(|(src, _)| {
+            let i = src.info();
+            let mut parts = vec![i.kind.to_string()];
+            if let Some(size) = &i.size {
+                parts.push(format!("sizes {size}"));
+            }
+            match (i.flows, i.limits.max_flows, i.flows_per_s, i.limits.until) {
+                (Some(n), ..) => parts.push(format!("{n} flows")),
+                (None, Some(n), ..) => parts.push(format!("up to {n} flows")),
+                (None, None, Some(r), Some(t)) => {
+                    parts.push(format!("about {:.0} flows before {t}", r * t.as_secs_f64()))
+                }
+                _ => parts.push("no end of its own (the run's duration ends it)".into()),
+            }
+            if let Some(r) = i.flows_per_s {
+                parts.push(format!("{r:.0} flows/s"));
+            }
+            if let Some(q) = i.queries_per_s {
+                parts.push(format!("{q:.0} queries/s"));
+            }
+            if let Some(l) = &i.load {
+                let basis = match l.relative_to {
+                    dcsim::workload::LoadBasis::HostLinks => "the host links",
+                    dcsim::workload::LoadBasis::TorUplinks => "the ToR uplinks",
+                };
+                parts.push(format!(
+                    "load {} of {basis} ({:.0} Gb/s)",
+                    l.load,
+                    l.capacity_bps / 1e9
+                ));
+            }
+            parts.join(", ")
+        })
+        .collect())
 }
 
 fn config_error(e: &ConfigError) -> ExitCode {

@@ -235,3 +235,24 @@ fn example_prints_writes_and_refuses_to_overwrite() {
     // The written file runs anywhere.
     assert!(dcsim(&["check", &file]).status.success());
 }
+
+/// `dcsim check` says what the generators will produce, not "0 flows" for a scenario that
+/// generates thousands.
+#[test]
+fn check_describes_what_generators_produce() {
+    let o = dcsim(&["check", "scenarios/websearch-star.toml"]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("0 flows listed"), "{text}");
+    assert!(
+        text.contains("generator poisson") && text.contains("up to 3000 flows"),
+        "{text}"
+    );
+    assert!(text.contains("load 0.5 of the host links"), "{text}");
+    let o = dcsim(&["check", "scenarios/tcp-incast.toml"]);
+    assert!(
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .contains("generator incast, 32 flows")
+    );
+}
