@@ -119,6 +119,11 @@ impl Network {
         self.routes.intern(&path)
     }
 
+    /// The egress ports of `route`, in order (the first is the source host's NIC).
+    pub fn route_ports(&self, route: RouteId) -> &[PortId] {
+        self.routes.path(route)
+    }
+
     /// Rate and delay of each link along `route` (for ideal completion times).
     pub fn path_links(&self, route: RouteId) -> impl Iterator<Item = (Rate, Dur)> + '_ {
         self.routes

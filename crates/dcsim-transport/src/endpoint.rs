@@ -109,6 +109,9 @@ pub struct FlowShared {
     /// Bytes the flow delivers: its size, or `u64::MAX` while a long-lived flow runs, then
     /// the bytes it had sent when it stopped.
     pub limit_bytes: u64,
+    /// The rate a global oracle gives the flow (the `ideal` transport), if any; the facade
+    /// sets it and wakes the sender ([`Sender::on_wake`]).
+    pub rate: Option<Rate>,
 }
 
 /// Sizes of a transport's packets, for ideal completion times.
@@ -219,6 +222,8 @@ pub trait Sender {
     );
     /// The host's NIC queue has drained after [`EndpointCx::nic_room`] refused.
     fn on_nic_ready<S: Sched>(&mut self, _cx: &mut EndpointCx<'_, S, Self::Host>) {}
+    /// Something the facade keeps in [`FlowShared`] changed (the oracle's rate).
+    fn on_wake<S: Sched>(&mut self, _cx: &mut EndpointCx<'_, S, Self::Host>) {}
     /// Nothing left to send or resend.
     fn is_done(&self) -> bool;
     /// Waiting for room in the NIC queue.

@@ -6,7 +6,7 @@
 //! what is common to every transport: the per-host waiting lists for NIC room, completion
 //! and finishing, counters.
 
-use dcsim_engine::{Dur, RngTree, Time};
+use dcsim_engine::{Dur, Rate, RngTree, Time};
 use dcsim_net::{FlowId, HostId, PacketId};
 
 use crate::endpoint::{
@@ -66,6 +66,7 @@ impl<T: Transport> Pair<T> {
             rx,
             shared: FlowShared {
                 limit_bytes: size_bytes.unwrap_or(u64::MAX),
+                rate: None,
             },
         }
     }
@@ -91,9 +92,10 @@ impl<T: Transport> Pair<T> {
             (Side::Sender, Ev::Packet(p)) => self.tx.on_packet(p, &mut ecx),
             (Side::Sender, Ev::Timer(k, g)) => self.tx.on_timer(k, g, &mut ecx),
             (Side::Sender, Ev::NicReady) => self.tx.on_nic_ready(&mut ecx),
+            (Side::Sender, Ev::Wake) => self.tx.on_wake(&mut ecx),
             (Side::Receiver, Ev::Packet(p)) => self.rx.on_packet(p, &mut ecx),
             (Side::Receiver, Ev::Timer(k, g)) => self.rx.on_timer(k, g, &mut ecx),
-            (Side::Receiver, Ev::Start | Ev::NicReady) => {
+            (Side::Receiver, Ev::Start | Ev::NicReady | Ev::Wake) => {
                 debug_assert!(false, "receivers neither start nor wait for the NIC")
             }
         }
@@ -147,6 +149,7 @@ enum Ev<'a> {
     Packet(&'a dcsim_net::Packet),
     Timer(usize, u32),
     NicReady,
+    Wake,
 }
 
 struct Flow {
@@ -168,6 +171,10 @@ pub struct Flows {
     active: u64,
     delivered_pkts: u64,
     stale_timers: u64,
+    /// Flows completed since the facade last took them ([`Flows::take_completed`]), kept
+    /// only when [`Flows::track_completions`] asked for it.
+    just_completed: Vec<FlowId>,
+    track_completed: bool,
 }
 
 impl Flows {
@@ -184,7 +191,42 @@ impl Flows {
             active: 0,
             delivered_pkts: 0,
             stale_timers: 0,
+            just_completed: Vec::new(),
+            track_completed: false,
         }
+    }
+
+    /// Keeps the flows that complete for [`Flows::take_completed`] (the Ideal scheme's
+    /// oracle needs them; nothing else does).
+    pub fn track_completions(&mut self) {
+        self.track_completed = true;
+    }
+
+    /// Sets the oracle's rate of flow `f` (if it is still running) and wakes its sender.
+    pub fn set_rate<S: Sched>(&mut self, f: FlowId, rate: Rate, cx: &mut FlowCx<'_, S>) {
+        let fl = &mut self.flows[f.index()];
+        let src = fl.spec.src;
+        let Some(conn) = fl.conn.as_deref_mut() else {
+            return;
+        };
+        with_pair!(conn, |p| p.shared.rate = Some(rate));
+        let stale = &mut self.stale_timers;
+        let progress = with_pair!(conn, self.hosts, src, |p, h| p.handle(
+            f,
+            Side::Sender,
+            src,
+            h,
+            stale,
+            cx,
+            Ev::Wake
+        ));
+        self.after(f, progress, cx.now);
+    }
+
+    /// The flows completed since the last call, in completion order (the buffer is kept).
+    pub fn take_completed(&mut self, out: &mut Vec<FlowId>) {
+        out.clear();
+        out.append(&mut self.just_completed);
     }
 
     /// Adds a flow; the caller schedules [`crate::FlowEvent::Start`] at its start time.
@@ -399,6 +441,9 @@ impl Flows {
         if p.completed && fl.record.end.is_none() {
             fl.record.end = Some(now);
             self.completed += 1;
+            if self.track_completed {
+                self.just_completed.push(f);
+            }
         }
         if p.finished
             && let Some(c) = fl.conn.take()

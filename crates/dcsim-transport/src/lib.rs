@@ -14,6 +14,7 @@
 pub mod cc;
 pub mod endpoint;
 mod flows;
+pub mod ideal;
 mod ranges;
 pub mod tcp;
 #[cfg(any(test, feature = "testkit"))]
@@ -169,6 +170,8 @@ transports! { $;
     Tcp(tcp::Tcp),
     /// ExpressPass: receiver-driven credits.
     Expresspass(xpass::Xpass),
+    /// The Ideal scheme: senders paced at an oracle's max-min rates.
+    Ideal(ideal::Ideal),
 }
 
 impl Default for TransportSpec {

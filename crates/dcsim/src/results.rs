@@ -305,6 +305,8 @@ impl Results {
             "jain_fairness": jain(&long_lived),
             "scheduler": stats.sched,
             "stale_timers": world.flows.stale_timers(),
+            // The Ideal scheme's allocator: links and flows its recomputations visited.
+            "oracle_work": world.oracle.as_ref().map(|o| o.work()),
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {

@@ -3,10 +3,11 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use dcsim_engine::{Dur, RngTree, SchedStats, Scheduler, Time, splitmix};
+use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Scheduler, Time, splitmix};
 use dcsim_metrics::SampleRow;
+use dcsim_metrics::maxmin::{MaxMin, Slot};
 use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats, RouteId};
-use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows};
+use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows, TransportSpec};
 use dcsim_workload::FlowSource;
 
 use crate::ideal::ideal_fct;
@@ -86,6 +87,89 @@ pub(crate) struct Window {
     pub flow_base: Vec<u64>,
 }
 
+/// The Ideal scheme's oracle: max-min fair rates over the egress ports of the running
+/// flows' routes, updated when one of them starts or completes.
+pub(crate) struct Oracle {
+    mm: MaxMin,
+    /// Per flow: its slot while it runs under the oracle.
+    slots: Vec<Option<Slot>>,
+    /// Per slot: its flow.
+    flow_of: Vec<FlowId>,
+    /// Scratch.
+    changed: Vec<(Slot, f64)>,
+    done: Vec<FlowId>,
+}
+
+impl Oracle {
+    fn new(net: &Network) -> Self {
+        let caps = net.ports().iter().map(|p| p.rate().bps() as f64).collect();
+        Self {
+            mm: MaxMin::new(caps),
+            slots: Vec::new(),
+            flow_of: Vec::new(),
+            changed: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    /// Hands every changed rate to its flow's sender.
+    fn apply<S: dcsim_transport::endpoint::Sched>(
+        &mut self,
+        flows: &mut Flows,
+        cx: &mut FlowCx<'_, S>,
+    ) {
+        for &(s, r) in &self.changed {
+            let f = self.flow_of[s.0 as usize];
+            flows.set_rate(f, Rate::from_bps(r as u64), cx);
+        }
+    }
+
+    /// Flow `f` starts across the ports `links`.
+    fn start<S: dcsim_transport::endpoint::Sched>(
+        &mut self,
+        f: FlowId,
+        links: &[u32],
+        flows: &mut Flows,
+        cx: &mut FlowCx<'_, S>,
+    ) {
+        let (slot, changed) = self.mm.add(links);
+        self.changed.clear();
+        self.changed.extend_from_slice(changed);
+        if self.slots.len() <= f.index() {
+            self.slots.resize(f.index() + 1, None);
+        }
+        self.slots[f.index()] = Some(slot);
+        if self.flow_of.len() <= slot.0 as usize {
+            self.flow_of.resize(slot.0 as usize + 1, FlowId(0));
+        }
+        self.flow_of[slot.0 as usize] = f;
+        self.apply(flows, cx);
+    }
+
+    /// Takes the flows that completed out of the allocation.
+    fn completions<S: dcsim_transport::endpoint::Sched>(
+        &mut self,
+        flows: &mut Flows,
+        cx: &mut FlowCx<'_, S>,
+    ) {
+        flows.take_completed(&mut self.done);
+        for i in 0..self.done.len() {
+            let f = self.done[i];
+            if let Some(slot) = self.slots.get_mut(f.index()).and_then(Option::take) {
+                let changed = self.mm.remove(slot);
+                self.changed.clear();
+                self.changed.extend_from_slice(changed);
+                self.apply(flows, cx);
+            }
+        }
+    }
+
+    /// Allocation work done (links and flows visited by recomputations).
+    pub(crate) fn work(&self) -> u64 {
+        self.mm.work
+    }
+}
+
 /// One simulation: network, flows, scheduler and packet pool. `Send`, and independent of
 /// any other world, so simulations can run on several threads at once.
 pub struct World {
@@ -100,6 +184,7 @@ pub struct World {
     pub(crate) window: Window,
     pub(crate) sampler: Option<Sampler>,
     pub(crate) stats: Option<RunStats>,
+    pub(crate) oracle: Option<Oracle>,
     events: u64,
     wall_seconds: f64,
 }
@@ -128,6 +213,14 @@ impl World {
         }
         let mut sched = Scheduler::new();
         let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len(), rng);
+        let oracle = scenario
+            .transports
+            .iter()
+            .any(|t| matches!(t, TransportSpec::Ideal(_)))
+            .then(|| {
+                flows.track_completions();
+                Oracle::new(&net)
+            });
         for f in &scenario.flows {
             let id = flows.add(*f);
             sched.schedule(f.start, Event::Flow(FlowEvent::Start(id)));
@@ -189,6 +282,7 @@ impl World {
             flows,
             sampler,
             stats: None,
+            oracle,
             events: 0,
             wall_seconds: 0.0,
         })
@@ -280,6 +374,9 @@ impl World {
                         sched: &mut self.sched,
                     };
                     self.flows.on_packet(host, pkt, &mut fcx);
+                    if let Some(o) = &mut self.oracle {
+                        o.completions(&mut self.flows, &mut fcx);
+                    }
                 }
             }
             Event::Net(NetEvent::PortReady(p)) => {
@@ -382,6 +479,10 @@ impl World {
             dst_link: self.net.port(self.net.nic(spec.dst)).rate(),
             telemetry: self.net.telemetry(),
         };
+        // The oracle's links: the egress ports of the route (once per flow).
+        let oracle_links: Option<Vec<u32>> = (self.oracle.is_some()
+            && matches!(transport, TransportSpec::Ideal(_)))
+        .then(|| self.net.route_ports(fwd).iter().map(|p| p.0).collect());
         let mut fcx = FlowCx {
             now,
             pool: &mut self.pool,
@@ -389,6 +490,9 @@ impl World {
             sched: &mut self.sched,
         };
         self.flows.on_start(f, &info, ideal, &mut fcx);
+        if let (Some(o), Some(links)) = (&mut self.oracle, oracle_links) {
+            o.start(f, &links, &mut self.flows, &mut fcx);
+        }
     }
 
     fn begin_window(&mut self, now: Time) {

@@ -153,9 +153,9 @@ fn dx_hull_rcp_runs_are_deterministic_and_seeded() {
     }
 }
 
-/// The incast protocols are deterministic too: Pulser's EIN ports and senders, and ICTCP's
-/// per-host receive windows, give byte-identical results for a seed, in parallel as
-/// serially.
+/// The incast protocols are deterministic too: Pulser's EIN ports and senders, ICTCP's
+/// per-host receive windows and the Ideal scheme's oracle give byte-identical results for a
+/// seed, in parallel as serially.
 #[test]
 fn incast_protocols_are_deterministic() {
     let pulser = || {
@@ -171,11 +171,19 @@ fn incast_protocols_are_deterministic() {
         .digest()
         .to_string()
     };
-    let (p, i) = (pulser(), ictcp());
+    let ideal = || {
+        run(
+            "scenarios/websearch-star.toml",
+            &[r#"transport={kind="ideal"}"#],
+        )
+        .digest()
+        .to_string()
+    };
+    let (p, i, o) = (pulser(), ictcp(), ideal());
     let threads: Vec<_> = (0..2)
-        .map(|_| std::thread::spawn(move || (pulser(), ictcp())))
+        .map(|_| std::thread::spawn(move || (pulser(), ictcp(), ideal())))
         .collect();
     for t in threads {
-        assert_eq!(t.join().unwrap(), (p.clone(), i.clone()));
+        assert_eq!(t.join().unwrap(), (p.clone(), i.clone(), o.clone()));
     }
 }
