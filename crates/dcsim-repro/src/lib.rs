@@ -199,6 +199,7 @@ mod tests {
                         assert_eq!(x.resolve().rto, Some(want), "{at}");
                         seen.1 += 1;
                     }
+                    TransportSpec::Ideal(_) => {}
                 }
             }
         }
