@@ -27,6 +27,7 @@ pub struct IdealConfig {}
 pub struct Ideal;
 
 const T_SEND: usize = 0;
+const T_STOP: usize = 1;
 
 impl Transport for Ideal {
     const NAME: &'static str = "ideal";
@@ -54,6 +55,7 @@ impl Transport for Ideal {
                 dst: flow.dst,
                 next: 0,
                 last_sent: None,
+                stop: flow.stop,
                 timers: TimerTable::default(),
                 done: false,
             },
@@ -77,7 +79,9 @@ pub struct IdealSender {
     next: u64,
     /// When the last packet left and its wire size.
     last_sent: Option<(Time, u32)>,
-    timers: TimerTable<1>,
+    /// When a long-lived flow stops sending.
+    stop: Option<Time>,
+    timers: TimerTable<2>,
     done: bool,
 }
 
@@ -108,11 +112,22 @@ impl Sender for IdealSender {
     type Host = ();
 
     fn on_start<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
+        if let Some(at) = self.stop {
+            cx.arm(&mut self.timers, T_STOP, at.max(cx.now()));
+        }
         self.schedule(cx);
     }
     fn on_packet<S: Sched>(&mut self, _pkt: &Packet, _cx: &mut EndpointCx<'_, S, ()>) {}
     fn on_timer<S: Sched>(&mut self, kind: usize, generation: u32, cx: &mut EndpointCx<'_, S, ()>) {
-        if cx.due(&mut self.timers, kind, generation).is_none() || self.done {
+        let due = cx.due(&mut self.timers, kind, generation);
+        if due == Some(T_STOP) && !self.done {
+            // A long-lived flow stops: what it has sent is all it delivers.
+            cx.shared.limit_bytes = cx.shared.limit_bytes.min(self.next);
+            self.done = true;
+            self.timers.cancel(T_SEND);
+            return;
+        }
+        if due != Some(T_SEND) || self.done {
             return;
         }
         let limit = cx.shared.limit_bytes;

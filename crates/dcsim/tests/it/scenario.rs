@@ -793,3 +793,38 @@ fn cubic_shares_a_bottleneck_with_loss_or_with_ecn() {
     assert!(u > 0.97 && q < 100_000.0, "{u} {q}");
     assert!(ecn.summary["jain_fairness"].as_f64().unwrap() > 0.99);
 }
+
+/// The Ideal transport on a dumbbell: a long-lived flow alone gets the bottleneck's data
+/// rate, two share it equally from the moment the second starts (the oracle re-rates the
+/// first at once), and flows stop when told, so the run ends on its own.
+#[test]
+fn ideal_flows_share_a_bottleneck_exactly_and_stop() {
+    let (_, r) = crate::run_text(
+        r#"
+        [topology]
+        kind = "dumbbell"
+        pairs = 2
+        [transport]
+        kind = "ideal"
+        [[flows]]
+        src = 0
+        dst = 2
+        stop = "10ms"
+        [[flows]]
+        src = 1
+        dst = 3
+        start = "2ms"
+        stop = "6ms"
+        "#,
+    );
+    assert_eq!(r.summary["packets_dropped"], 0);
+    // 10 Gb/s of 1538-byte frames carrying 1460 bytes each: 9.49 Gb/s of data; the second
+    // flow has half of it for its 4 ms.
+    let data_bps = 10e9 * 1460.0 / 1538.0;
+    let second = r.flows[1].delivered_bytes as f64;
+    let want = data_bps / 2.0 * 4e-3 / 8.0;
+    assert!((second / want - 1.0).abs() < 0.01, "{second} B vs {want}");
+    let first = r.flows[0].delivered_bytes as f64;
+    let want = data_bps * (6e-3 + 2e-3) / 8.0;
+    assert!((first / want - 1.0).abs() < 0.01, "{first} B vs {want}");
+}
