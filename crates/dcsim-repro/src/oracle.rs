@@ -200,8 +200,9 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
                 (1538/1460)",
             "oracle": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus \
                 each flow's fixed latency (ideal FCT less its serialization)",
-            "schemes": "as in xpass-fattree, but DCTCP with TCP profile ideal (no handshake, \
-                initial window 10, host back-pressure)",
+            "schemes": "as in xpass-fattree (ExpressPass as the 2017 fat-tree script, DCTCP \
+                with a 180-segment window cap), but DCTCP with TCP profile ideal (no \
+                handshake, initial window 10, host back-pressure)",
         }),
     );
     Ok(out)

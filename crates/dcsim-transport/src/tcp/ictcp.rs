@@ -182,7 +182,7 @@ pub struct IctcpConn {
 }
 
 impl IctcpConn {
-    /// A connection of `mss`-byte segments on an interface of `capacity_bps`.
+    /// A connection of `mss`-byte segments, at its smallest window.
     pub fn new(cfg: &IctcpConfig, mss: u64) -> Self {
         Self {
             cfg: cfg.clone(),
