@@ -95,7 +95,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
         name: "pulser-leafspine",
         description: "400-host leaf-spine, Pulser mix at loads 20-80 %, incast degree 24 (32, 40): \
-            DCTCP, ICTCP, Pulser: short-flow FCT, long-flow throughput, one incast episode",
+            DCTCP, ICTCP, Pulser, Ideal: short-flow FCT, long-flow throughput, one incast episode",
         run: pulser::pulser_leafspine,
     },
     Experiment {

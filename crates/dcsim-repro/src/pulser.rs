@@ -1,8 +1,9 @@
 //! `pulser-leafspine`: the Pulser evaluation (Almasi et al.; baselines.md §4.6) on its
 //! 400-host leaf-spine: Poisson background (8–32 KB short flows, 1 MB long flows carrying
 //! 30 % of the bytes) plus incast queries, loads 20–80 %, incast degree 24 (32 and 40 at
-//! 60 %); DCTCP, ICTCP and Pulser. Short-flow FCT, long-flow throughput, and one incast
-//! episode seen from a long flow: its sender's window and the receiver's queue.
+//! 60 %); DCTCP, ICTCP, Pulser and the Ideal max-min oracle. Short-flow FCT, long-flow
+//! throughput, and one incast episode seen from a long flow: its sender's window and the
+//! receiver's queue.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use dcsim::net::TopologySpec;
 use dcsim::net::qdisc::{Amount, EcnConfig, EinConfig, QdiscSpec};
 use dcsim::net::topo::LeafSpineSpec;
 use dcsim::transport::cc::{CcSpec, DctcpConfig, PulserConfig};
+use dcsim::transport::ideal::IdealConfig;
 use dcsim::transport::tcp::IctcpConfig;
 use dcsim::transport::{TcpConfig, TcpProfile, TransportSpec};
 use dcsim::workload::{
@@ -28,9 +30,10 @@ enum Scheme {
     Dctcp,
     Ictcp,
     Pulser,
+    Ideal,
 }
 
-const SCHEMES: [Scheme; 3] = [Scheme::Dctcp, Scheme::Ictcp, Scheme::Pulser];
+const SCHEMES: [Scheme; 4] = [Scheme::Dctcp, Scheme::Ictcp, Scheme::Pulser, Scheme::Ideal];
 
 impl Scheme {
     fn key(self) -> &'static str {
@@ -38,6 +41,7 @@ impl Scheme {
             Self::Dctcp => "dctcp",
             Self::Ictcp => "ictcp",
             Self::Pulser => "pulser",
+            Self::Ideal => "ideal",
         }
     }
 }
@@ -68,15 +72,18 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
         }),
         _ => ecn,
     };
-    sc.transport = TransportSpec::Tcp(TcpConfig {
-        cc: match s {
-            Scheme::Pulser => CcSpec::Pulser(PulserConfig::default()),
-            _ => CcSpec::Dctcp(DctcpConfig::default()),
-        },
-        profile: Some(TcpProfile::Linux),
-        ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
-        ..TcpConfig::default()
-    });
+    sc.transport = match s {
+        Scheme::Ideal => TransportSpec::Ideal(IdealConfig::default()),
+        _ => TransportSpec::Tcp(TcpConfig {
+            cc: match s {
+                Scheme::Pulser => CcSpec::Pulser(PulserConfig::default()),
+                _ => CcSpec::Dctcp(DctcpConfig::default()),
+            },
+            profile: Some(TcpProfile::Linux),
+            ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
+            ..TcpConfig::default()
+        }),
+    };
     sc.flows = vec![dcsim::FlowEntry {
         stop: Some(until),
         ..build::flow(399, 0, Dur::ZERO)
@@ -303,6 +310,9 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             "tcp": "profile linux (the paper ran ns-3, which follows Linux), DCTCP g = 1/16",
             "ictcp": "DCTCP senders under ICTCP receive windows (alpha 0.9, gamma 0.1/0.5)",
             "pulser": "DCTCP with cwnd_safe = 4 segments",
+            "ideal": "transport ideal: every flow paced at its max-min fair rate over the \
+                egress ports of its route, recomputed at every start and completion (no \
+                window: the episode's window panel has no ideal series)",
             "flow_classes": "by size: 8-32 KB short, 64 KB incast responses, 1 MB long",
             "seed": 1,
         }),
