@@ -102,6 +102,9 @@ impl Network {
             node,
             "route leaves from the wrong node"
         );
+        if self.rules.any() && self.rules.apply(egress, p, cx.now) {
+            self.ports[egress.index()].stats.ecn_marks += 1;
+        }
         self.enqueue(egress, pkt, cx);
         None
     }

@@ -20,6 +20,7 @@ mod packet;
 mod port;
 pub mod qdisc;
 mod route;
+pub mod rules;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod topo;

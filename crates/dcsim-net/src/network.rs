@@ -1,13 +1,14 @@
 //! The network as a whole: the [`Network`] that owns every node, port and route, how it is
 //! built from a topology [`Graph`], and its accessors.
 
-use dcsim_engine::{Rate, RngTree, Time};
+use dcsim_engine::{Dur, Rate, RngTree, Time};
 
 use crate::qdisc::{self, Qdisc};
 use crate::route::{Fib, RouteTable};
+use crate::rules::MarkRules;
 use crate::{
-    DEFAULT_TX_BUDGET_BYTES, Graph, HostId, NodeId, NodeKind, PacketPool, Port, PortId, PortInfo,
-    RoutingMode, RoutingSpec, Telemetry,
+    DEFAULT_TX_BUDGET_BYTES, FlowId, Graph, HostId, NodeId, NodeKind, PacketPool, Port, PortId,
+    PortInfo, RoutingMode, RoutingSpec, Telemetry,
 };
 
 /// A host or switch, as the network keeps it.
@@ -36,6 +37,8 @@ pub struct Network {
     pub(crate) tx_budget: u64,
     pub(crate) nic_waiting: Vec<bool>,
     telemetry: Telemetry,
+    /// Flow-matching CE-marking rules installed by a controller.
+    pub(crate) rules: MarkRules,
 }
 
 /// A network that cannot be built.
@@ -140,6 +143,7 @@ impl Network {
         })?;
         let n = nodes.len();
         Ok(Self {
+            rules: MarkRules::new(ports.len()),
             ports,
             nodes,
             hosts: graph.hosts.iter().map(|&n| NodeId::new(n)).collect(),
@@ -167,6 +171,25 @@ impl Network {
         Self::new(graph, routing, |p| {
             spec.build(rng, u64::from(p.id.0), p.rate)
         })
+    }
+
+    /// Installs (or refreshes) a rule at switch port `port` that sets CE on the ECN-capable
+    /// packets of `flow` leaving through it, from `now` until its hard timeout `hard` or
+    /// until no packet has matched for `idle` (see [`crate::rules`]).
+    pub fn install_mark_rule(
+        &mut self,
+        port: PortId,
+        flow: FlowId,
+        now: Time,
+        hard: Option<Dur>,
+        idle: Option<Dur>,
+    ) {
+        self.rules.install(port, flow, now, hard, idle);
+    }
+
+    /// The marking rules and their counters.
+    pub fn mark_rules(&self) -> &MarkRules {
+        &self.rules
     }
 
     /// Number of hosts.
