@@ -51,6 +51,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "pulser-incast.toml",
         include_str!("../../../scenarios/pulser-incast.toml"),
     ),
+    (
+        "sdn-ecn-star.toml",
+        include_str!("../../../scenarios/sdn-ecn-star.toml"),
+    ),
 ];
 
 /// The example scenario `name` (`dctcp-dumbbell` or `dctcp-dumbbell.toml`).
@@ -96,6 +100,15 @@ pub(crate) fn text() -> String {
         &mut out,
         "queue disciplines (queue.kind, nic.kind)",
         kinds(QdiscSpec::KINDS),
+    );
+    section(
+        &mut out,
+        "controllers (controller.kind)",
+        [(
+            "sdn-ecn",
+            "polls switch port counters and marks ECN on the fastest flows of congested \
+             links with timed rules (docs/protocols/sdn-ecn.md)",
+        )],
     );
     section(
         &mut out,

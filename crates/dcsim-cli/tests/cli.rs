@@ -146,6 +146,22 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "unknown variant `hypercube`",
         ),
         ("[topology\nkind = \"star\"\n", "line 1"),
+        (
+            "[sim]\nduration = \"1s\"\n[topology]\nkind = \"star\"\n[controller]\nkind = \"sdn-ecn\"\nprobe = \"1s\"\n",
+            "unknown field `probe`",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[controller]\nkind = \"sdn-ecn\"\n",
+            "controller: needs sim.duration",
+        ),
+        (
+            "[sim]\nduration = \"1s\"\n[topology]\nkind = \"star\"\n[controller]\nkind = \"sdn-ecn\"\nexempt = [\"web\"]\n",
+            "controller.exempt: no transport named \"web\"",
+        ),
+        (
+            "[sim]\nduration = \"1s\"\n[topology]\nkind = \"star\"\n[controller]\nkind = \"sdn-ecn\"\nthreshold = 75\n",
+            "controller.threshold: 75 is not a utilization",
+        ),
     ];
     for (text, want) in cases {
         let f = write(&d, text);

@@ -40,6 +40,7 @@ pub fn scenario(sim: SimSpec, topology: TopologySpec) -> ScenarioSpec {
         flows: Vec::new(),
         generators: Vec::new(),
         output: OutputSpec::default(),
+        controller: None,
         base_dir: None,
     }
 }

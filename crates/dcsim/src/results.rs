@@ -307,6 +307,14 @@ impl Results {
             "stale_timers": world.flows.stale_timers(),
             // The Ideal scheme's allocator: links and flows its recomputations visited.
             "oracle_work": world.oracle.as_ref().map(|o| o.work()),
+            // The SDN controller: probes, congested links seen, rules installed, packets
+            // its rules marked.
+            "controller": world.controller.as_ref().map(|c| json!({
+                "probes": c.probes,
+                "congested_link_probes": c.congested,
+                "rules_installed": c.rules,
+                "packets_marked": world.net.mark_rules().marked,
+            })),
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {

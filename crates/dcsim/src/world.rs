@@ -10,6 +10,7 @@ use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, PacketPool, PortId, Po
 use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows, TransportSpec};
 use dcsim_workload::FlowSource;
 
+use crate::controller::{Controller, ControllerSpec};
 use crate::ideal::ideal_fct;
 
 use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
@@ -27,6 +28,10 @@ pub enum Event {
     WindowStart,
     /// Create the flows of generator `i` that start now.
     Generate(u32),
+    /// The controller reads the network's statistics.
+    Probe,
+    /// The controller's rules take effect.
+    ControlApply,
 }
 
 const _: () = assert!(size_of::<Event>() <= 16, "events must stay small");
@@ -185,6 +190,7 @@ pub struct World {
     pub(crate) sampler: Option<Sampler>,
     pub(crate) stats: Option<RunStats>,
     pub(crate) oracle: Option<Oracle>,
+    pub(crate) controller: Option<Controller>,
     events: u64,
     wall_seconds: f64,
 }
@@ -260,6 +266,20 @@ impl World {
             }
         });
         let n_ports = net.ports().len();
+        let controller = spec.controller.as_ref().map(|c| match c {
+            ControllerSpec::SdnEcn(cfg) => {
+                let exempt = (0..scenario.transports.len())
+                    .map(|i| {
+                        cfg.exempt
+                            .iter()
+                            .any(|name| scenario.transport_index(name) == Some(i as u32))
+                    })
+                    .collect();
+                let c = Controller::new(cfg.clone(), exempt, n_ports);
+                sched.schedule(Time::from_dur(c.probe_interval()), Event::Probe);
+                c
+            }
+        });
         let n_flows = flows.len();
         let sources = scenario.sources()?;
         for (i, (s, _)) in sources.iter().enumerate() {
@@ -283,6 +303,7 @@ impl World {
             sampler,
             stats: None,
             oracle,
+            controller,
             events: 0,
             wall_seconds: 0.0,
         })
@@ -406,6 +427,23 @@ impl World {
             }
             Event::Flow(FlowEvent::Start(f)) => self.start_flow(f, now),
             Event::Sample => self.sample(now),
+            Event::Probe => {
+                if let Some(c) = &mut self.controller {
+                    c.probe(now, &self.net, &self.flows);
+                    let (every, delay) = (c.probe_interval(), c.control_delay());
+                    if delay == Dur::ZERO {
+                        c.apply(now, &mut self.net);
+                    } else {
+                        self.sched.schedule(now + delay, Event::ControlApply);
+                    }
+                    self.sched.schedule(now + every, Event::Probe);
+                }
+            }
+            Event::ControlApply => {
+                if let Some(c) = &mut self.controller {
+                    c.apply(now, &mut self.net);
+                }
+            }
             Event::Generate(i) => self.generate(i as usize, now),
             Event::WindowStart => self.begin_window(now),
         }
@@ -490,6 +528,9 @@ impl World {
             sched: &mut self.sched,
         };
         self.flows.on_start(f, &info, ideal, &mut fcx);
+        if let Some(c) = &mut self.controller {
+            c.on_start(f, fwd);
+        }
         if let (Some(o), Some(links)) = (&mut self.oracle, oracle_links) {
             o.start(f, &links, &mut self.flows, &mut fcx);
         }

@@ -9,6 +9,8 @@ use dcsim_net::qdisc::PortFeatures;
 use dcsim_net::{Graph, HostId, TopologySpec};
 use dcsim_transport::{FlowSpec, TransportSpec};
 
+use crate::controller::ControllerSpec;
+
 use super::{ConfigError, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams};
 
 impl ScenarioSpec {
@@ -35,6 +37,7 @@ impl ScenarioSpec {
             .map_err(err)?;
         check_sim_times(&spec.sim, &flows).map_err(err)?;
         check_output(&spec, &graph, flows.len()).map_err(err)?;
+        check_controller(&spec, &transports).map_err(err)?;
         let source_params =
             source_params(&graph, &spec.topology, spec.sim.seed, spec.base_dir.clone());
         let name = spec.name.clone().unwrap_or_else(|| "scenario".into());
@@ -78,6 +81,27 @@ pub fn port_by_label(graph: &Graph, label: &str) -> Option<usize> {
             None
         }
     })
+}
+
+/// Checks `[controller]`: its values, that the run has a duration (the controller probes
+/// until the end), and that every exempt class names a transport.
+fn check_controller(spec: &ScenarioSpec, transports: &Transports) -> Result<(), String> {
+    let Some(ControllerSpec::SdnEcn(c)) = &spec.controller else {
+        return Ok(());
+    };
+    c.validate().map_err(|e| format!("controller.{e}"))?;
+    if spec.sim.duration.is_none() {
+        return Err("controller: needs sim.duration (it probes the network until the end)".into());
+    }
+    for name in &c.exempt {
+        if !transports.index_of.contains_key(name) {
+            let known: Vec<&str> = transports.index_of.keys().map(String::as_str).collect();
+            return Err(format!(
+                "controller.exempt: no transport named {name:?} in [transports] (defined: {known:?})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The scenario's transports in index order (the default first, then the named ones in

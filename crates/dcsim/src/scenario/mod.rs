@@ -78,6 +78,16 @@ pub struct SourceParams {
 }
 
 impl Scenario {
+    /// The index of the named transport `name` (`[transports]`), if there is one: the
+    /// default transport is 0, the named ones follow in name order.
+    pub fn transport_index(&self, name: &str) -> Option<u32> {
+        self.spec
+            .transports
+            .keys()
+            .position(|k| k == name)
+            .map(|i| i as u32 + 1)
+    }
+
     /// Builds the lazy flow sources of the generators, with their transport indexes.
     pub fn sources(&self) -> Result<Vec<(FlowSource, u32)>, ConfigError> {
         let p = &self.source_params;

@@ -7,6 +7,8 @@ use dcsim_engine::Dur;
 use dcsim_net::qdisc::{Amount, DropTailConfig, EcnConfig, QdiscSpec};
 use dcsim_net::{RoutingSpec, TopologySpec};
 use dcsim_transport::TransportSpec;
+
+use crate::controller::ControllerSpec;
 use dcsim_workload::{FlowSize, GeneratorSpec};
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +57,9 @@ pub struct ScenarioSpec {
     /// What to record besides flows.csv, ports.csv and summary.json.
     #[serde(default)]
     pub output: OutputSpec,
+    /// A central controller running inside the simulation (`kind = "sdn-ecn"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<ControllerSpec>,
     /// Directory of the scenario file (relative CDF and trace paths start there).
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,

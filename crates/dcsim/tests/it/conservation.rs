@@ -62,18 +62,24 @@ fn scenario(topo: u8, qdisc: u8, flows: &[(u8, u8, u32, u16)], routing: u8) -> S
             "kind = \"expresspass\"\nprofile = \"paper\"",
             "kind = \"expresspass\"\nprofile = \"code\"\ncredit_size = [76, 92]",
         ][routing as usize % 2],
-        // NewReno in each profile, CUBIC, and NewReno under ICTCP's receive windows.
+        // NewReno in each profile, CUBIC with ECN under the SDN controller's rules, and
+        // NewReno under ICTCP's receive windows.
         _ => [
             "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"ns2\"\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"reno\"\nprofile = \"linux\"\nmin_rto = \"200us\"",
-            "kind = \"tcp\"\ncc = \"cubic\"\nmin_rto = \"200us\"",
+            "kind = \"tcp\"\ncc = \"cubic\"\necn = true\nmin_rto = \"200us\"",
             "kind = \"tcp\"\ncc = \"reno\"\nmin_rto = \"200us\"\nictcp = {}",
         ][(routing as usize + flows.len()) % 5],
     };
     let mut s = format!(
         "[topology]\n{topology}\n[routing]\nmode = \"{mode}\"\n[queue]\n{queue}\n[transport]\n{transport}\n"
     );
+    if transport.contains("cubic") {
+        // A controller that probes every 50 µs and marks with short rules; it needs a
+        // duration, long enough for every flow to finish.
+        s += "[sim]\nduration = \"1s\"\n[controller]\nkind = \"sdn-ecn\"\nprobe_interval = \"50us\"\nthreshold = 0.3\nhard_timeout = \"100us\"\ncontrol_delay = \"5us\"\n";
+    }
     if xpass {
         s += "[nic]\nkind = \"credit-shaper\"\ninner = { kind = \"droptail\", buffer = \"1MB\" }\n";
     }

@@ -187,3 +187,15 @@ fn incast_protocols_are_deterministic() {
         assert_eq!(t.join().unwrap(), (p.clone(), i.clone(), o.clone()));
     }
 }
+
+/// A run with the SDN ECN controller (probes, delayed rules, timeouts) is byte-identical
+/// for a seed, in parallel as serially.
+#[test]
+fn controller_runs_are_deterministic() {
+    let go = || run("scenarios/sdn-ecn-star.toml", &[]).digest().to_string();
+    let a = go();
+    let threads: Vec<_> = (0..2).map(|_| std::thread::spawn(go)).collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), a);
+    }
+}
