@@ -14,6 +14,7 @@ mod dx;
 mod fattree;
 mod oracle;
 mod pulser;
+mod sdn;
 mod xpass;
 
 use std::path::PathBuf;
@@ -97,6 +98,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
         description: "400-host leaf-spine, Pulser mix at loads 20-80 %, incast degree 24 (32, 40): \
             DCTCP, ICTCP, Pulser, Ideal: short-flow FCT, long-flow throughput, one incast episode",
         run: pulser::pulser_leafspine,
+    },
+    Experiment {
+        name: "sdn-ecn",
+        description: "the central-control thesis's three 100 Mb/s set-ups: long CUBIC flows plus a \
+            2 MB interactive flow; CUBIC, RED, ECN marking and the SDN ECN controller",
+        run: sdn::sdn_ecn,
     },
     Experiment {
         name: "xpass-zero-loss",
