@@ -7,7 +7,7 @@
 //! A rule acts on the packets of its flow that leave through its port, before the queue
 //! discipline sees them; only ECN-capable packets are marked (a switch does not put CE on a
 //! packet whose transport did not ask for ECN), the others pass unchanged. Rules cost
-//! nothing on the packet path while none is installed: [`MarkRules::any`] is checked first.
+//! nothing on the packet path while none is installed: `MarkRules::any` is checked first.
 
 use dcsim_engine::{Dur, Time};
 
