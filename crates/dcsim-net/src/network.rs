@@ -212,6 +212,13 @@ impl Network {
     pub fn node_name(&self, n: NodeId) -> &str {
         &self.nodes[n.index()].name
     }
+    /// The node named `name` (a linear search, for set-up code).
+    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(NodeId::new)
+    }
     /// Tier of node `n`.
     pub fn node_tier(&self, n: NodeId) -> &'static str {
         self.nodes[n.index()].tier

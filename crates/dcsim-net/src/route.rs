@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use dcsim_engine::{Dur, Rate, splitmix};
 use serde::{Deserialize, Serialize};
 
-use crate::{HostId, Network, NodeKind, PortId};
+use crate::{HostId, Network, NodeId, NodeKind, PortId};
 
 dcsim_engine::define_id!(
     /// An interned route: the offset of its first port in the route table.
@@ -117,6 +117,35 @@ impl Network {
         }
         path.push(self.down[dst.index()]);
         self.routes.intern(&path)
+    }
+
+    /// The route from `src` to `dst` through switch `via`, which must be a neighbour of
+    /// `src`'s edge switch (a spine of a leaf-spine fabric, for senders that choose each
+    /// packet's path, like Fastpass); from `via` on, the first equal-cost next hop at each
+    /// switch. `None` if `via` is not next to `src`'s edge switch or cannot reach `dst`
+    /// from there. Interning hashes the path: callers on the packet path keep the result.
+    pub fn route_via(&mut self, src: HostId, dst: HostId, via: NodeId) -> Option<RouteId> {
+        let nic = self.nic[src.index()];
+        let edge = self.ports[nic.index()].peer_node;
+        let up = self
+            .ports
+            .iter()
+            .position(|p| p.node == edge && p.peer_node == via)?;
+        let mut path = vec![nic, PortId::new(up)];
+        let target = self.nodes[self.hosts[dst.index()].index()].edge as usize;
+        let mut at = via.index();
+        let mut hops = 0;
+        while self.nodes[at].edge as usize != target || self.nodes[at].kind != NodeKind::Switch {
+            let next = *self.fib.next_hops(at, target).first()?;
+            path.push(next);
+            at = self.ports[next.index()].peer_node.index();
+            hops += 1;
+            if hops > self.nodes.len() {
+                return None;
+            }
+        }
+        path.push(self.down[dst.index()]);
+        Some(self.routes.intern(&path))
     }
 
     /// The egress ports of `route`, in order (the first is the source host's NIC).
