@@ -55,6 +55,10 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
         "sdn-ecn-star.toml",
         include_str!("../../../scenarios/sdn-ecn-star.toml"),
     ),
+    (
+        "fastpass-leafspine.toml",
+        include_str!("../../../scenarios/fastpass-leafspine.toml"),
+    ),
 ];
 
 /// The example scenario `name` (`dctcp-dumbbell` or `dctcp-dumbbell.toml`).

@@ -162,6 +162,18 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "[sim]\nduration = \"1s\"\n[topology]\nkind = \"star\"\n[controller]\nkind = \"sdn-ecn\"\nthreshold = 75\n",
             "controller.threshold: 75 is not a utilization",
         ),
+        (
+            "[topology]\nkind = \"star\"\n[transport]\nkind = \"fastpass\"\n",
+            "needs topology.kind = \"leaf-spine\"",
+        ),
+        (
+            "[topology]\nkind = \"leaf-spine\"\nleaves = 2\nhosts_per_leaf = 4\nspines = 2\n[transport]\nkind = \"fastpass\"\n",
+            "Fastpass needs a full-bisection fabric",
+        ),
+        (
+            "[topology]\nkind = \"leaf-spine\"\nleaves = 2\nhosts_per_leaf = 2\nspines = 2\n[transport]\nkind = \"fastpass\"\nbatch_slots = 100\n",
+            "batch_slots: 100 is not 64, 128, 256 or 512",
+        ),
     ];
     for (text, want) in cases {
         let f = write(&d, text);

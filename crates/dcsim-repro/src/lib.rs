@@ -206,7 +206,7 @@ mod tests {
                         assert_eq!(x.resolve().rto, Some(want), "{at}");
                         seen.1 += 1;
                     }
-                    TransportSpec::Ideal(_) => {}
+                    TransportSpec::Ideal(_) | TransportSpec::Fastpass(_) => {}
                 }
             }
         }

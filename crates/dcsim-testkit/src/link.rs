@@ -174,6 +174,7 @@ impl LinkPair {
         let mut shared = FlowShared {
             limit_bytes: size_bytes.unwrap_or(u64::MAX),
             rate: None,
+            slot_route: None,
         };
         let mut pool = PacketPool::new();
         let mut sched: Scheduler<Ev> = Scheduler::new();

@@ -112,6 +112,9 @@ pub struct FlowShared {
     /// The rate a global oracle gives the flow (the `ideal` transport), if any; the facade
     /// sets it and wakes the sender ([`Sender::on_wake`]).
     pub rate: Option<Rate>,
+    /// A granted Fastpass slot that begins now: the route of the one packet to send in it
+    /// (the facade sets it and wakes the sender, which takes it).
+    pub slot_route: Option<RouteId>,
 }
 
 /// Sizes of a transport's packets, for ideal completion times.

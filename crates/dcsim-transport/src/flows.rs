@@ -7,7 +7,7 @@
 //! and finishing, counters.
 
 use dcsim_engine::{Dur, Rate, RngTree, Time};
-use dcsim_net::{FlowId, HostId, PacketId};
+use dcsim_net::{FlowId, HostId, PacketId, RouteId};
 
 use crate::endpoint::{
     EndpointCx, FlowCx, FlowInfo, FlowShared, Receiver, Sched, Sender, Side, TimerKey, Transport,
@@ -67,6 +67,7 @@ impl<T: Transport> Pair<T> {
             shared: FlowShared {
                 limit_bytes: size_bytes.unwrap_or(u64::MAX),
                 rate: None,
+                slot_route: None,
             },
         }
     }
@@ -210,6 +211,28 @@ impl Flows {
             return;
         };
         with_pair!(conn, |p| p.shared.rate = Some(rate));
+        let stale = &mut self.stale_timers;
+        let progress = with_pair!(conn, self.hosts, src, |p, h| p.handle(
+            f,
+            Side::Sender,
+            src,
+            h,
+            stale,
+            cx,
+            Ev::Wake
+        ));
+        self.after(f, progress, cx.now);
+    }
+
+    /// Hands flow `f` a granted Fastpass slot that begins now, on `route`: its sender sends
+    /// one packet (if it is still running and has one).
+    pub fn grant_slot<S: Sched>(&mut self, f: FlowId, route: RouteId, cx: &mut FlowCx<'_, S>) {
+        let fl = &mut self.flows[f.index()];
+        let src = fl.spec.src;
+        let Some(conn) = fl.conn.as_deref_mut() else {
+            return;
+        };
+        with_pair!(conn, |p| p.shared.slot_route = Some(route));
         let stale = &mut self.stale_timers;
         let progress = with_pair!(conn, self.hosts, src, |p, h| p.handle(
             f,

@@ -13,6 +13,7 @@
 
 pub mod cc;
 pub mod endpoint;
+pub mod fastpass;
 mod flows;
 pub mod ideal;
 mod ranges;
@@ -172,6 +173,8 @@ transports! { $;
     Expresspass(xpass::Xpass),
     /// The Ideal scheme: senders paced at an oracle's max-min rates.
     Ideal(ideal::Ideal),
+    /// Fastpass: packets in arbiter-granted timeslots on arbiter-chosen paths.
+    Fastpass(fastpass::Fastpass),
 }
 
 impl Default for TransportSpec {

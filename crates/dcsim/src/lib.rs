@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 pub mod controller;
+mod fastpass;
 mod ideal;
 mod results;
 mod scenario;

@@ -284,7 +284,7 @@ impl Results {
             "events": stats.events,
             "packet_hops": stats.packet_hops,
             "packets_created": pool.allocated(),
-            "packets_delivered": world.flows.delivered_pkts(),
+            "packets_delivered": world.flows.delivered_pkts() + world.fastpass.as_ref().map_or(0, |f| f.control_delivered()),
             "packets_dropped": drops_total,
             "packets_in_network": pool.live(),
             "data_drops": data_drops_total,
@@ -315,6 +315,14 @@ impl Results {
                 "rules_installed": c.rules,
                 "packets_marked": world.net.mark_rules().marked,
             })),
+            // Fastpass: control traffic, slots, the arbiter's compute time (wall clock).
+            "fastpass": world.fastpass.as_ref().map(|f| {
+                let data: u64 = world.net.ports().iter()
+                    .filter(|p| !world.net.is_switch(p.node()))
+                    .map(|p| p.stats().tx_bytes[Class::Data as usize])
+                    .sum();
+                f.summary(data)
+            }),
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {

@@ -6,11 +6,14 @@ use std::time::Instant;
 use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Scheduler, Time, splitmix};
 use dcsim_metrics::SampleRow;
 use dcsim_metrics::maxmin::{MaxMin, Slot};
-use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, PacketPool, PortId, PortStats, RouteId};
+use dcsim_net::{
+    FlowId, HostId, NetCx, NetEvent, Network, PacketId, PacketPool, PortId, PortStats, RouteId,
+};
 use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows, TransportSpec};
 use dcsim_workload::FlowSource;
 
 use crate::controller::{Controller, ControllerSpec};
+use crate::fastpass::{FCP_FLOW, Fastpass};
 use crate::ideal::ideal_fct;
 
 use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
@@ -32,6 +35,12 @@ pub enum Event {
     Probe,
     /// The controller's rules take effect.
     ControlApply,
+    /// The Fastpass arbiter allocates its next batch.
+    FastpassTick,
+    /// A Fastpass host's report timer.
+    FastpassHost(u32),
+    /// A Fastpass host's next granted slot begins.
+    FastpassSend(u32),
 }
 
 const _: () = assert!(size_of::<Event>() <= 16, "events must stay small");
@@ -191,6 +200,7 @@ pub struct World {
     pub(crate) stats: Option<RunStats>,
     pub(crate) oracle: Option<Oracle>,
     pub(crate) controller: Option<Controller>,
+    pub(crate) fastpass: Option<Fastpass>,
     events: u64,
     wall_seconds: f64,
 }
@@ -280,6 +290,19 @@ impl World {
                 c
             }
         });
+        let fastpass = scenario
+            .transports
+            .iter()
+            .find_map(|t| match t {
+                TransportSpec::Fastpass(c) => Some(c.clone()),
+                _ => None,
+            })
+            .map(|cfg| Fastpass::new(cfg, &mut net, &spec.topology, &rng))
+            .transpose()
+            .map_err(|message| ConfigError {
+                source: scenario.name.clone(),
+                message,
+            })?;
         let n_flows = flows.len();
         let sources = scenario.sources()?;
         for (i, (s, _)) in sources.iter().enumerate() {
@@ -304,6 +327,7 @@ impl World {
             stats: None,
             oracle,
             controller,
+            fastpass,
             events: 0,
             wall_seconds: 0.0,
         })
@@ -388,6 +412,10 @@ impl World {
                     sched: &mut self.sched,
                 };
                 if let Some((host, pkt)) = self.net.on_link_arrive(p, &mut cx) {
+                    if self.fastpass.is_some() && self.pool.get(pkt).flow == FCP_FLOW {
+                        self.on_control_packet(host, pkt, now);
+                        return;
+                    }
                     let mut fcx = FlowCx {
                         now,
                         pool: &mut self.pool,
@@ -425,6 +453,15 @@ impl World {
                 };
                 self.flows.on_timer(f, key, generation, &mut fcx);
             }
+            other => self.dispatch_rare(now, other),
+        }
+    }
+
+    /// Events that are not per packet: kept out of [`World::dispatch`] so that the packet
+    /// path stays small enough to inline.
+    #[inline(never)]
+    fn dispatch_rare(&mut self, now: Time, ev: Event) {
+        match ev {
             Event::Flow(FlowEvent::Start(f)) => self.start_flow(f, now),
             Event::Sample => self.sample(now),
             Event::Probe => {
@@ -444,8 +481,52 @@ impl World {
                     c.apply(now, &mut self.net);
                 }
             }
+            Event::FastpassTick => {
+                if let Some(fp) = &mut self.fastpass {
+                    fp.on_tick(now, &mut self.net, &mut self.pool, &mut self.sched);
+                }
+            }
+            Event::FastpassHost(h) => {
+                if let Some(fp) = &mut self.fastpass {
+                    fp.on_host_timer(h, now, &mut self.net, &mut self.pool, &mut self.sched);
+                }
+            }
+            Event::FastpassSend(h) => {
+                if let Some(fp) = &mut self.fastpass {
+                    fp.on_send(
+                        h,
+                        now,
+                        &mut self.flows,
+                        &mut self.net,
+                        &mut self.pool,
+                        &mut self.sched,
+                    );
+                }
+            }
             Event::Generate(i) => self.generate(i as usize, now),
             Event::WindowStart => self.begin_window(now),
+            Event::Net(_) | Event::Flow(FlowEvent::Timer(..)) => {
+                unreachable!("per-packet events are dispatched inline")
+            }
+        }
+    }
+
+    /// A Fastpass control packet arrived at `host`.
+    #[cold]
+    #[inline(never)]
+    fn on_control_packet(&mut self, host: HostId, pkt: PacketId, now: Time) {
+        let packet = *self.pool.get(pkt);
+        self.pool.free(pkt);
+        if let Some(fp) = &mut self.fastpass {
+            fp.on_control(
+                host,
+                &packet,
+                now,
+                &mut self.flows,
+                &mut self.net,
+                &mut self.pool,
+                &mut self.sched,
+            );
         }
     }
 
@@ -533,6 +614,18 @@ impl World {
         }
         if let (Some(o), Some(links)) = (&mut self.oracle, oracle_links) {
             o.start(f, &links, &mut self.flows, &mut fcx);
+        }
+        if let Some(fp) = &mut self.fastpass
+            && matches!(self.flows.transport_of(f), TransportSpec::Fastpass(_))
+        {
+            fp.on_flow_start(
+                f,
+                &spec,
+                now,
+                &mut self.net,
+                &mut self.pool,
+                &mut self.sched,
+            );
         }
     }
 

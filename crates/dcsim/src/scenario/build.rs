@@ -38,6 +38,7 @@ impl ScenarioSpec {
         check_sim_times(&spec.sim, &flows).map_err(err)?;
         check_output(&spec, &graph, flows.len()).map_err(err)?;
         check_controller(&spec, &transports).map_err(err)?;
+        check_fastpass(&spec, &transports, graph.hosts.len() as u32).map_err(err)?;
         let source_params =
             source_params(&graph, &spec.topology, spec.sim.seed, spec.base_dir.clone());
         let name = spec.name.clone().unwrap_or_else(|| "scenario".into());
@@ -100,6 +101,34 @@ fn check_controller(spec: &ScenarioSpec, transports: &Transports) -> Result<(), 
                 "controller.exempt: no transport named {name:?} in [transports] (defined: {known:?})"
             ));
         }
+    }
+    Ok(())
+}
+
+/// Checks Fastpass: one arbiter (one Fastpass configuration), on a host that exists, on a
+/// leaf-spine fabric it can schedule.
+fn check_fastpass(spec: &ScenarioSpec, transports: &Transports, hosts: u32) -> Result<(), String> {
+    let mut configs = transports.specs.iter().filter_map(|t| match t {
+        TransportSpec::Fastpass(c) => Some(c),
+        _ => None,
+    });
+    let Some(first) = configs.next() else {
+        return Ok(());
+    };
+    if configs.any(|c| c != first) {
+        return Err(
+            "transports: every Fastpass transport must have the same settings (one arbiter \
+                    per network)"
+                .into(),
+        );
+    }
+    crate::fastpass::Fabric::of(&spec.topology)?;
+    if let Some(a) = first.arbiter
+        && a >= hosts
+    {
+        return Err(format!(
+            "transport.arbiter: host {a} is out of range (0..{hosts})"
+        ));
     }
     Ok(())
 }
