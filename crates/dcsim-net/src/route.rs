@@ -308,4 +308,36 @@ mod tests {
         // ECMP spreads 200 flows over all 8 cores.
         assert_eq!(cores_used.len(), 8);
     }
+
+    /// `route_via` goes up to the named spine and down to the destination's leaf; a node
+    /// that is not next to the source's leaf gives `None`.
+    #[test]
+    fn route_via_crosses_the_chosen_spine() {
+        use crate::topo::LeafSpineSpec;
+        let mut n = net(
+            TopologySpec::LeafSpine(LeafSpineSpec {
+                leaves: Some(3),
+                hosts_per_leaf: Some(2),
+                spines: Some(4),
+                ..LeafSpineSpec::default()
+            }),
+            RoutingMode::SymmetricEcmp,
+        );
+        for s in 0..4 {
+            let spine = n.node_by_name(&format!("spine{s}")).unwrap();
+            let r = n.route_via(HostId(0), HostId(5), spine).unwrap();
+            let names: Vec<String> = n
+                .path(r)
+                .iter()
+                .map(|p| n.node_name(n.port(*p).node()).to_string())
+                .collect();
+            assert_eq!(names, ["h0", "leaf0", &format!("spine{s}"), "leaf2"]);
+            assert_eq!(
+                n.port(*n.path(r).last().unwrap()).peer_node(),
+                n.host_node(HostId(5))
+            );
+        }
+        let other_leaf = n.node_by_name("leaf1").unwrap();
+        assert_eq!(n.route_via(HostId(0), HostId(5), other_leaf), None);
+    }
 }
