@@ -52,6 +52,14 @@ pub struct FastpassConfig {
     /// the protocol's recovery, drawn from its own seeded stream.
     #[serde(default)]
     pub control_loss: f64,
+    /// Length of a timeslot in wire bytes at the host link rate (default 1538: one full
+    /// frame, no gap). Longer slots leave each host link room for its control packets.
+    #[serde(default = "default_slot_bytes")]
+    pub slot_bytes: u32,
+}
+
+fn default_slot_bytes() -> u32 {
+    MAX_WIRE_BYTES
 }
 
 fn default_batch_slots() -> u32 {
@@ -77,6 +85,7 @@ impl Default for FastpassConfig {
             request_timeout: default_request_timeout(),
             grant_timeout: default_grant_timeout(),
             control_loss: 0.0,
+            slot_bytes: default_slot_bytes(),
         }
     }
 }
@@ -107,6 +116,12 @@ impl Transport for Fastpass {
         }
         if cfg.request_timeout == Dur::ZERO || cfg.grant_timeout == Dur::ZERO {
             return Err("request_timeout / grant_timeout: must be greater than zero".into());
+        }
+        if cfg.slot_bytes < MAX_WIRE_BYTES {
+            return Err(format!(
+                "slot_bytes: {} is shorter than a full frame ({MAX_WIRE_BYTES} B)",
+                cfg.slot_bytes
+            ));
         }
         if !(0.0..1.0).contains(&cfg.control_loss) {
             return Err(format!(

@@ -73,7 +73,7 @@ pub(crate) struct Fabric {
 impl Fabric {
     /// Checks that `topology` is a leaf-spine fabric Fastpass can schedule and returns its
     /// shape; the error names the key.
-    pub(crate) fn of(topology: &TopologySpec) -> Result<(Clos, u32, Dur), String> {
+    pub(crate) fn of(topology: &TopologySpec, slot_bytes: u32) -> Result<(Clos, u32, Dur), String> {
         let TopologySpec::LeafSpine(ls) = topology.resolve()? else {
             return Err(
                 "transport.kind = \"fastpass\" needs topology.kind = \"leaf-spine\" (its arbiter \
@@ -112,7 +112,7 @@ impl Fabric {
             spines: spines * per_spine,
             hosts_per_tor: hpl,
         };
-        Ok((clos, per_spine, host.tx_time(u64::from(MAX_WIRE_BYTES))))
+        Ok((clos, per_spine, host.tx_time(u64::from(slot_bytes))))
     }
 }
 
@@ -255,7 +255,7 @@ impl Fastpass {
         topology: &TopologySpec,
         rng: &RngTree,
     ) -> Result<Self, String> {
-        let (clos, per_spine, slot) = Fabric::of(topology)?;
+        let (clos, per_spine, slot) = Fabric::of(topology, cfg.slot_bytes)?;
         let n = net.num_hosts() as u32;
         let arbiter = HostId(cfg.arbiter.unwrap_or(n - 1));
         if arbiter.0 >= n {

@@ -122,7 +122,7 @@ fn check_fastpass(spec: &ScenarioSpec, transports: &Transports, hosts: u32) -> R
                 .into(),
         );
     }
-    crate::fastpass::Fabric::of(&spec.topology)?;
+    crate::fastpass::Fabric::of(&spec.topology, first.slot_bytes)?;
     if let Some(a) = first.arbiter
         && a >= hosts
     {

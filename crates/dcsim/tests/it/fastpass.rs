@@ -73,6 +73,33 @@ fn lost_requests_and_grants_are_recovered() {
     assert_eq!(r.digest(), again.digest());
 }
 
+/// A host granted every slot for a long transfer (20 MB, 214 batches) sends its reports on
+/// the same link: each control frame pushes its later data packets off their slots, and
+/// with no free slot to catch up the lag only grows (the NIC queues 12 frames). Slots one
+/// minimum frame longer (`slot_bytes = 1622`) leave room for the reports: one frame, at
+/// the price of 84/1622 of the link.
+#[test]
+fn control_frames_push_a_busy_host_off_its_slots() {
+    let nic = |slot: &str| {
+        let r = run(
+            "scenarios/fastpass-leafspine.toml",
+            &[
+                "flows[0].size=20MB",
+                &format!("transport.slot_bytes={slot}"),
+            ],
+        );
+        assert_eq!(r.summary["packets_dropped"], 0);
+        r.ports
+            .iter()
+            .find(|p| p.node == "h1")
+            .unwrap()
+            .max_data_queue_bytes
+    };
+    let (full, guard) = (nic("1538"), nic("1622"));
+    assert!(full >= 8 * FRAME, "{full} B");
+    assert_eq!(guard, FRAME);
+}
+
 fn leaf_spine(flows: &[(u8, u8, u32, u16)], loss: u8) -> String {
     let mut s = format!(
         "[topology]\nkind = \"leaf-spine\"\nleaves = 3\nhosts_per_leaf = 3\nspines = 3\nrate = \"10Gbps\"\ndelay = \"1us\"\n\
