@@ -11,6 +11,7 @@
 mod build;
 mod common;
 mod dx;
+mod fastpass;
 mod fattree;
 mod oracle;
 mod pulser;
@@ -98,6 +99,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
         description: "400-host leaf-spine, Pulser mix at loads 20-80 %, incast degree 24 (32, 40): \
             DCTCP, ICTCP, Pulser, Ideal: short-flow FCT, long-flow throughput, one incast episode",
         run: pulser::pulser_leafspine,
+    },
+    Experiment {
+        name: "fastpass-zero-queue",
+        description: "64-host full-bisection leaf-spine, web search at loads 20-80 %: Fastpass \
+            (arbiter in the network) vs DCTCP vs ExpressPass: queues per tier, FCT, overhead",
+        run: fastpass::fastpass_zero_queue,
     },
     Experiment {
         name: "sdn-ecn",
