@@ -277,9 +277,17 @@ impl Fastpass {
         let down: Vec<RouteId> = (0..n)
             .map(|h| net.ecmp_route(u64::from(h), arbiter, HostId(h)))
             .collect();
-        // Lead: the slowest arbiter-to-host path (propagation and serialization of a full
-        // grant, plus one full frame of head-of-line blocking per hop), and one slot.
+        // Lead: the arbiter's NIC sending a full grant to every host, the slowest
+        // arbiter-to-host path (propagation and serialization of a full grant, plus one full
+        // frame of head-of-line blocking per hop), and one slot.
         let lead = cfg.lead.unwrap_or_else(|| {
+            let grant = u64::from(wire_bytes(
+                CONTROL_HEADER_BYTES + GRANT_ENTRY_BYTES * cfg.batch_slots,
+            ));
+            let fan_out = net
+                .port(net.nic(arbiter))
+                .rate()
+                .tx_time(grant * u64::from(n));
             let worst = down
                 .iter()
                 .map(|&r| {
@@ -289,7 +297,7 @@ impl Fastpass {
                 })
                 .max()
                 .unwrap_or(Dur::ZERO);
-            worst + slot
+            fan_out + worst + slot
         });
         let mut acfg = AllocatorConfig::new(n);
         acfg.batch_slots = cfg.batch_slots;
@@ -757,12 +765,13 @@ impl Fastpass {
                 self.touched.push(dst);
                 continue;
             }
-            // The oldest flow to this destination with a packet left and still running.
+            // The flows to this destination take the slots in turn (round robin, as the
+            // packets of several connections to one host interleave in its queue), skipping
+            // those that have stopped.
             let mut chosen = None;
-            while let Some(front) = d.flows.front_mut() {
+            while let Some(mut front) = d.flows.pop_front() {
                 if front.1 == 0 || front.2.is_some_and(|stop| stop <= t) {
                     d.pending = d.pending.saturating_sub(front.1);
-                    d.flows.pop_front();
                     continue;
                 }
                 if front.1 != u64::MAX {
@@ -770,6 +779,9 @@ impl Fastpass {
                     d.pending -= 1;
                 }
                 chosen = Some(front.0);
+                if front.1 > 0 {
+                    d.flows.push_back(front);
+                }
                 break;
             }
             let Some(f) = chosen else {
