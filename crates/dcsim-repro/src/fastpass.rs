@@ -25,6 +25,8 @@ const DELAY_US: u64 = 1;
 /// The arbiter's host: the last one; the workload runs among the others.
 const ARBITER: u32 = LEAVES * HOSTS_PER_LEAF - 1;
 const LOADS: [u32; 4] = [20, 40, 60, 80];
+/// Switch queues are sampled this often for their percentiles.
+const QUEUE_SAMPLE_US: u64 = 5;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scheme {
@@ -108,20 +110,25 @@ fn scenario(s: Scheme, load: u32, flows: u64) -> ScenarioSpec {
         p.hosts = Some(ARBITER);
     }
     sc.generators = vec![g];
+    sc.output.queue_occupancy = Some(Dur::from_us(QUEUE_SAMPLE_US));
     sc
 }
 
-/// Per switch tier (`"leaf->spine"`, ...): mean of the ports' time-averaged queue, and the
-/// largest queue, in bytes.
+/// Per switch tier (`"leaf->spine"`, ...): mean of the ports' time-averaged queue, the
+/// 99th and 99.9th percentiles of the tier's ports' sampled queues, and the largest queue,
+/// in bytes.
 fn tiers(r: &Results) -> Value {
     let mut v = json!({});
     for t in r.tiers.iter().filter(|t| !t.tier.starts_with("host")) {
+        let occ = &r.summary["queue_occupancy"][&t.tier];
         put(
             &mut v,
             &[&t.tier],
             json!({
                 "avg_queue_bytes_mean": t.avg_queue_bytes_mean,
                 "avg_queue_bytes_max": t.avg_queue_bytes_max,
+                "p99_queue_bytes": occ["p99_bytes"],
+                "p999_queue_bytes": occ["p999_bytes"],
                 "max_queue_bytes": t.max_queue_bytes,
                 "max_data_queue_bytes": t.max_data_queue_bytes,
                 "utilization_mean": t.utilization_mean,
@@ -250,6 +257,7 @@ pub fn fastpass_zero_queue(ctx: &Ctx) -> Result<Value, String> {
             "dctcp": "as in xpass-fattree: K = 65, 250-packet buffers, TCP profile ns2",
             "expresspass": "as in xpass-fattree: the 2017 large-scale script's settings",
             "routing": "symmetric per-flow ECMP (Fastpass data: the arbiter's spine per packet)",
+            "queue_percentiles": format!("every switch port's queue sampled every {QUEUE_SAMPLE_US} us"),
             "seed": 1,
         }),
     );

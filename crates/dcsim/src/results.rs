@@ -255,6 +255,7 @@ impl Results {
         }
         let buckets = bucket_stats(&measured_flows);
         let tiers = tier_stats(&port_rows);
+        let occupancy = queue_occupancy(world);
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
         let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
         let samples = world.sampler.as_mut().map(|s| std::mem::take(&mut s.rows));
@@ -323,6 +324,8 @@ impl Results {
                     .sum();
                 f.summary(data)
             }),
+            // Time-weighted queue-length percentiles per switch tier (output.queue_occupancy).
+            "queue_occupancy": occupancy,
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {
@@ -561,4 +564,24 @@ fn measured_window(world: &World) -> (Time, Time) {
 /// Label of a port, for callers outside this crate.
 pub fn label(world: &World, p: PortId) -> String {
     port_label(world.net(), p)
+}
+
+/// Per switch tier (`"leaf->spine"`, ...), percentiles of the sampled queue lengths over all
+/// its ports together, in bytes (3 significant digits); `None` unless sampled.
+fn queue_occupancy(world: &World) -> Option<Value> {
+    let o = world.occupancy.as_ref()?;
+    let mut out = serde_json::Map::new();
+    for (name, h) in &o.tiers {
+        out.insert(
+            name.clone(),
+            json!({
+                "samples": h.len(),
+                "p50_bytes": h.value_at_quantile(0.5),
+                "p99_bytes": h.value_at_quantile(0.99),
+                "p999_bytes": h.value_at_quantile(0.999),
+                "mean_bytes": h.mean(),
+            }),
+        );
+    }
+    Some(Value::Object(out))
 }

@@ -12,6 +12,8 @@ use dcsim_net::{
 use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows, TransportSpec};
 use dcsim_workload::FlowSource;
 
+use hdrhistogram::Histogram;
+
 use crate::controller::{Controller, ControllerSpec};
 use crate::fastpass::{FCP_FLOW, Fastpass};
 use crate::ideal::ideal_fct;
@@ -41,6 +43,8 @@ pub enum Event {
     FastpassHost(u32),
     /// A Fastpass host's next granted slot begins.
     FastpassSend(u32),
+    /// Sample the switch ports' queue lengths (`output.queue_occupancy`).
+    QueueSample,
 }
 
 const _: () = assert!(size_of::<Event>() <= 16, "events must stay small");
@@ -201,8 +205,49 @@ pub struct World {
     pub(crate) oracle: Option<Oracle>,
     pub(crate) controller: Option<Controller>,
     pub(crate) fastpass: Option<Fastpass>,
+    pub(crate) occupancy: Option<Occupancy>,
     events: u64,
     wall_seconds: f64,
+}
+
+/// Queue-length samples of every switch port, by tier (`"leaf->spine"`: the port's node's
+/// tier and its peer's), for `output.queue_occupancy`.
+pub(crate) struct Occupancy {
+    every: Dur,
+    /// Every switch port and the index of its tier.
+    ports: Vec<(PortId, usize)>,
+    pub(crate) tiers: Vec<(String, Histogram<u64>)>,
+}
+
+impl Occupancy {
+    fn new(net: &Network, every: Dur) -> Self {
+        let mut tiers: Vec<(String, Histogram<u64>)> = Vec::new();
+        let mut ports = Vec::new();
+        for (i, p) in net.ports().iter().enumerate() {
+            if !net.is_switch(p.node()) {
+                continue;
+            }
+            let name = format!(
+                "{}->{}",
+                net.node_tier(p.node()),
+                net.node_tier(p.peer_node())
+            );
+            let t = match tiers.iter().position(|t| t.0 == name) {
+                Some(t) => t,
+                None => {
+                    let h = Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds");
+                    tiers.push((name, h));
+                    tiers.len() - 1
+                }
+            };
+            ports.push((PortId::new(i), t));
+        }
+        Self {
+            every,
+            ports,
+            tiers,
+        }
+    }
 }
 
 /// Pending events from which [`World::run_until`] prefetches the next arrival's packet.
@@ -227,6 +272,7 @@ impl World {
         for t in &scenario.transports {
             net.enable(t.needs().telemetry);
         }
+
         let mut sched = Scheduler::new();
         let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len(), rng);
         let oracle = scenario
@@ -303,6 +349,10 @@ impl World {
                 source: scenario.name.clone(),
                 message,
             })?;
+        let occupancy = spec.output.queue_occupancy.map(|every| {
+            sched.schedule(Time::from_dur(every), Event::QueueSample);
+            Occupancy::new(&net, every)
+        });
         let n_flows = flows.len();
         let sources = scenario.sources()?;
         for (i, (s, _)) in sources.iter().enumerate() {
@@ -328,6 +378,7 @@ impl World {
             oracle,
             controller,
             fastpass,
+            occupancy,
             events: 0,
             wall_seconds: 0.0,
         })
@@ -503,6 +554,7 @@ impl World {
                     );
                 }
             }
+            Event::QueueSample => self.sample_queues(now),
             Event::Generate(i) => self.generate(i as usize, now),
             Event::WindowStart => self.begin_window(now),
             Event::Net(_) | Event::Flow(FlowEvent::Timer(..)) => {
@@ -629,7 +681,27 @@ impl World {
         }
     }
 
+    fn sample_queues(&mut self, now: Time) {
+        let Some(o) = self.occupancy.as_mut() else {
+            return;
+        };
+        for &(p, t) in &o.ports {
+            let q = self.net.backlog_bytes_at(p, now, &mut self.pool);
+            o.tiers[t].1.saturating_record(q);
+        }
+        let next = now + o.every;
+        // In a drained run, stop sampling once nothing else is left to happen.
+        if !self.sched.is_empty() && self.end.is_none_or(|e| next <= e) {
+            self.sched.schedule(next, Event::QueueSample);
+        }
+    }
+
     fn begin_window(&mut self, now: Time) {
+        if let Some(o) = &mut self.occupancy {
+            for t in &mut o.tiers {
+                t.1.reset();
+            }
+        }
         self.window.start = now;
         for (i, base) in self.window.port_base.iter_mut().enumerate() {
             *base = self

@@ -149,6 +149,11 @@ pub struct OutputSpec {
     /// Periodic samples written to `timeseries.csv`.
     #[serde(default)]
     pub timeseries: Option<TimeseriesSpec>,
+    /// Sample every switch port's queue length at this interval and report its percentiles
+    /// per tier in summary.json (`queue_occupancy`; samples at a fixed interval estimate the
+    /// time-weighted distribution; nothing on the packet path). Default: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_occupancy: Option<Dur>,
 }
 
 /// Periodic sampling.
