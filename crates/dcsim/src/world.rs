@@ -727,6 +727,10 @@ impl World {
             }
         }
         for (k, &f) in s.flows.iter().enumerate() {
+            // A listed generator flow that has not been created yet has nothing to sample.
+            if f.index() >= self.flows.len() {
+                continue;
+            }
             let b = self.flows.delivered_bytes(f);
             let id = f.0.to_string();
             s.rows.push(SampleRow {

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, nonzero};
+use super::{
+    Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, holds_a_frame,
+};
 use crate::PacketId;
 
 /// Drop-tail parameters (`kind = "droptail"`).
@@ -38,7 +40,7 @@ impl Discipline for DropTail {
         Self::new(cfg.buffer)
     }
     fn validate(cfg: &DropTailConfig) -> Result<(), String> {
-        nonzero(&cfg.buffer, "buffer")
+        holds_a_frame(&cfg.buffer, "buffer")
     }
 }
 

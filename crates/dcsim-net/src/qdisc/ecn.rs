@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, nonzero};
+use super::{
+    Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, holds_a_frame,
+};
 use crate::PacketId;
 
 /// ECN-threshold parameters (`kind = "ecn"`).
@@ -48,7 +50,7 @@ impl Discipline for EcnThreshold {
         Self::new(cfg.buffer, cfg.mark_threshold)
     }
     fn validate(cfg: &EcnConfig) -> Result<(), String> {
-        nonzero(&cfg.buffer, "buffer")
+        holds_a_frame(&cfg.buffer, "buffer")
     }
 }
 

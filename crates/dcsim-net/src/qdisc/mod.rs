@@ -502,6 +502,19 @@ pub(crate) fn nonzero(a: &Amount, name: &str) -> Result<(), String> {
     }
 }
 
+/// A data buffer: nonzero, and in bytes at least one full frame (a smaller one could never
+/// accept a full-sized data packet, and a drained run would never end).
+pub(crate) fn holds_a_frame(a: &Amount, name: &str) -> Result<(), String> {
+    nonzero(a, name)?;
+    match a {
+        Amount::Bytes(b) if *b < u64::from(crate::wire::MAX_WIRE_BYTES) => Err(format!(
+            "{name}: {b} B cannot hold one full frame ({} B on the wire)",
+            crate::wire::MAX_WIRE_BYTES
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Class of `pkt`; a helper for disciplines that classify.
 #[inline]
 pub(crate) fn class_of(pool: &PacketPool, pkt: PacketId) -> (Class, u32) {

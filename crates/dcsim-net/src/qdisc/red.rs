@@ -5,7 +5,9 @@ use dcsim_engine::{ByteSize, Rng, Time};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
-use super::{Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, nonzero};
+use super::{
+    Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, holds_a_frame,
+};
 use crate::PacketId;
 
 /// RED parameters as written in a scenario file.
@@ -81,7 +83,7 @@ impl RedConfig {
     }
 
     fn validate(&self) -> Result<(), String> {
-        nonzero(&self.buffer, "buffer")?;
+        holds_a_frame(&self.buffer, "buffer")?;
         let same_unit = matches!(
             (self.min_th, self.max_th),
             (Amount::Bytes(_), Amount::Bytes(_)) | (Amount::Packets(_), Amount::Packets(_))

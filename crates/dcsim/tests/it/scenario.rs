@@ -914,3 +914,29 @@ fn queue_occupancy_percentiles_agree_with_the_mean_queue() {
     assert!(plain.summary["queue_occupancy"].is_null());
     assert_eq!(plain.digest(), r.digest());
 }
+
+/// A time series that names a generator flow by number samples it once it exists (it used
+/// to index past the flow table and panic before the flow was created).
+#[test]
+fn sampling_a_generator_flow_before_it_starts_waits_for_it() {
+    let r = run(
+        "scenarios/websearch-star.toml",
+        &[
+            "output.timeseries.every=\"1ms\"",
+            "output.timeseries.flows=[20]",
+        ],
+    );
+    let rows: Vec<_> = r
+        .samples
+        .as_ref()
+        .expect("a time series")
+        .iter()
+        .filter(|s| s.kind == "throughput_gbps")
+        .collect();
+    assert!(!rows.is_empty() && rows.iter().all(|s| s.id == "20"));
+    let start = r.flows[20].start_ns;
+    assert!(
+        rows.iter().all(|s| s.time_ns >= start),
+        "sampled before flow 20 existed"
+    );
+}
