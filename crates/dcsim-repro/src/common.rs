@@ -138,7 +138,7 @@ impl Ctx {
                             Some(text) => std::fs::read_to_string(dir.join(EXTRA_FLOWS))
                                 .is_ok_and(|t| t == *text),
                         };
-                    if !fresh && same && dir.join("summary.json").is_file() {
+                    if !fresh && same && dcsim::metrics::verify_dir(&dir) {
                         eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
                         return Results::load(&dir).map_err(|e| e.to_string());
                     }
@@ -146,21 +146,16 @@ impl Ctx {
                     let mut world = World::new(scenario).map_err(|e| e.to_string())?;
                     world.run(&mut |_| {});
                     let r = Results::collect(&mut world);
-                    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-                    // summary.json marks a folder complete: drop an older run's before the
-                    // new scenario goes in, or a kill between the two writes would leave
-                    // old results filed under the new scenario (and reused next time).
-                    remove_if_present(&dir.join("summary.json")).map_err(|e| e.to_string())?;
-                    atomic_write(&dir.join("scenario.toml"), scenario_toml.as_bytes())
-                        .map_err(|e| e.to_string())?;
-                    atomic_write(&dir.join(RESOLVED), resolved_toml.as_bytes())
-                        .map_err(|e| e.to_string())?;
-                    match &extra {
-                        Some(text) => atomic_write(&dir.join(EXTRA_FLOWS), text.as_bytes()),
-                        None => remove_if_present(&dir.join(EXTRA_FLOWS)),
+                    // The scenario and the results replace the run's folder together
+                    // (a kill leaves the old complete folder or the new one).
+                    let mut files: Vec<(&str, &[u8])> = vec![
+                        ("scenario.toml", scenario_toml.as_bytes()),
+                        (RESOLVED, resolved_toml.as_bytes()),
+                    ];
+                    if let Some(text) = &extra {
+                        files.push((EXTRA_FLOWS, text.as_bytes()));
                     }
-                    .map_err(|e| e.to_string())?;
-                    r.write(&dir)
+                    r.write_with(&dir, &files)
                         .map_err(|e| format!("{}: {e}", dir.display()))?;
                     Ok(r)
                 })
@@ -256,14 +251,6 @@ pub fn k(v: impl std::fmt::Display) -> String {
     v.to_string()
 }
 
-/// Removes `path`; a file that is not there is not an error.
-fn remove_if_present(path: &std::path::Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
-}
-
 /// What [`Ctx::run_many`] returns in a planning context.
 #[cfg(test)]
 pub(crate) const PLANNED: &str = "planning only: nothing was run";
@@ -332,12 +319,20 @@ mod tests {
     }
 
     /// Marks the stored run (`wall_seconds = -1`) so that a reused one can be told from a
-    /// fresh one.
+    /// fresh one, and updates its manifest to match.
     fn mark(dir: &std::path::Path) {
         let path = dir.join("runs/tiny/summary.json");
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         v["wall_seconds"] = Value::from(-1.0);
-        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+        let bytes = serde_json::to_vec(&v).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let mpath = dir.join("runs/tiny/manifest.json");
+        let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&mpath).unwrap()).unwrap();
+        m["summary.json"] = serde_json::json!({
+            "bytes": bytes.len(),
+            "fnv1a64": format!("{:016x}", dcsim::metrics::digest(&[&bytes])),
+        });
+        std::fs::write(&mpath, serde_json::to_vec(&m).unwrap()).unwrap();
     }
 
     #[test]
@@ -351,6 +346,16 @@ mod tests {
         mark(&dir);
         let again = ctx.run_many(vec![spec(10_000)]).unwrap();
         assert_eq!(again[0].summary["wall_seconds"], -1.0, "same flows: reused");
+        // A damaged run (a truncated flows.csv) is not reused.
+        let flows = dir.join("runs/tiny/flows.csv");
+        let text = std::fs::read(&flows).unwrap();
+        std::fs::write(&flows, &text[..text.len() / 2]).unwrap();
+        let redone = ctx.run_many(vec![spec(10_000)]).unwrap();
+        assert_ne!(
+            redone[0].summary["wall_seconds"], -1.0,
+            "damaged: run again"
+        );
+        assert_eq!(std::fs::read(&flows).unwrap(), text);
         let other = ctx.run_many(vec![spec(20_000)]).unwrap();
         assert_ne!(
             other[0].summary["wall_seconds"], -1.0,

@@ -158,7 +158,8 @@ fn build(file: &Path, sets: &[String]) -> Result<Scenario, ConfigError> {
 const IDENTITY: &[&str] = &["params", "seed", "scenario_hash"];
 
 fn state_of(dir: &Path, point: &Value) -> RunState {
-    if !dir.join("summary.json").is_file() {
+    // Complete means every file its manifest lists is there, unchanged.
+    if !dcsim::metrics::verify_dir(dir) {
         return if dir.exists() {
             RunState::Incomplete
         } else {
@@ -429,17 +430,11 @@ impl Plan {
     }
 }
 
-/// Runs one point from scratch: clears its folder, writes point.json, runs, and writes the
-/// results (summary.json last).
+/// Runs one point from scratch and writes point.json with its results as the whole folder
+/// (the old folder, if any, is replaced in one step).
 fn run_one(dir: &Path, point: &Value, scenario: Scenario) -> Result<(), String> {
-    if std::fs::symlink_metadata(dir).is_ok() {
-        std::fs::remove_dir_all(dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut text = serde_json::to_vec_pretty(point).map_err(|e| e.to_string())?;
     text.push(b'\n');
-    atomic_write(&dir.join("point.json"), &text)
-        .map_err(|e| format!("cannot write point.json: {e}"))?;
     let results = catch_unwind(AssertUnwindSafe(|| -> Result<Results, String> {
         let mut world = World::new(scenario).map_err(|e| e.to_string())?;
         world.run(&mut |_| {});
@@ -454,6 +449,6 @@ fn run_one(dir: &Path, point: &Value, scenario: Scenario) -> Result<(), String> 
         format!("panicked: {msg}")
     })??;
     results
-        .write(dir)
+        .write_with(dir, &[("point.json", &text)])
         .map_err(|e| format!("cannot write results to {}: {e}", dir.display()))
 }

@@ -6,9 +6,7 @@ use std::path::Path;
 
 use dcsim_engine::Time;
 use dcsim_metrics::analysis::{BucketStats, FlowSample, TierStats, bucket_stats, tier_stats};
-use dcsim_metrics::{
-    Distribution, FlowRow, PortRow, SampleRow, atomic_write, digest, jain, to_csv,
-};
+use dcsim_metrics::{Distribution, FlowRow, PortRow, SampleRow, commit_dir, digest, jain, to_csv};
 use dcsim_net::{Class, FlowId, PortId};
 use dcsim_transport::TransportSpec;
 use serde_json::{Value, json};
@@ -352,21 +350,31 @@ impl Results {
         }
     }
 
-    /// Writes flows.csv, ports.csv, timeseries.csv (if sampled) and summary.json into
-    /// `dir` (created if needed), each atomically; summary.json is written last, so its
-    /// presence means the run's results are complete.
+    /// Writes flows.csv, ports.csv, buckets.csv, tiers.csv, timeseries.csv (if sampled)
+    /// and summary.json as the whole content of `dir`, with a manifest, so that `dir` is
+    /// always either the complete old folder or the complete new one
+    /// ([`dcsim_metrics::commit_dir`]): an existing folder is replaced whole.
     pub fn write(&self, dir: &Path) -> io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        atomic_write(&dir.join("flows.csv"), &self.flows_csv)?;
-        atomic_write(&dir.join("ports.csv"), &self.ports_csv)?;
-        atomic_write(&dir.join("buckets.csv"), &self.buckets_csv)?;
-        atomic_write(&dir.join("tiers.csv"), &self.tiers_csv)?;
-        if let Some(s) = &self.samples_csv {
-            atomic_write(&dir.join("timeseries.csv"), s)?;
-        }
+        self.write_with(dir, &[])
+    }
+
+    /// [`Results::write`], with more files (name, bytes) that belong to the run, such as
+    /// the scenario that produced it.
+    pub fn write_with(&self, dir: &Path, extra: &[(&str, &[u8])]) -> io::Result<()> {
         let mut js = serde_json::to_vec_pretty(&self.summary).map_err(io::Error::other)?;
         js.push(b'\n');
-        atomic_write(&dir.join("summary.json"), &js)
+        let mut files: Vec<(&str, &[u8])> = extra.to_vec();
+        files.extend([
+            ("flows.csv", &self.flows_csv[..]),
+            ("ports.csv", &self.ports_csv[..]),
+            ("buckets.csv", &self.buckets_csv[..]),
+            ("tiers.csv", &self.tiers_csv[..]),
+        ]);
+        if let Some(t) = &self.samples_csv {
+            files.push(("timeseries.csv", &t[..]));
+        }
+        files.push(("summary.json", &js[..]));
+        commit_dir(dir, &files)
     }
 
     /// Reads the results a run wrote into `dir` (see [`Results::write`]): the rows, the

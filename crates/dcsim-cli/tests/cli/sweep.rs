@@ -249,7 +249,8 @@ fn sweep_failed_run_does_not_stop_the_others() {
     );
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("error: run cc=reno_load=0.3_seed=0 failed: cannot clear"),
+        err.contains("error: run cc=reno_load=0.3_seed=0 failed: cannot write results")
+            && err.contains("exists and is not a folder"),
         "{err}"
     );
     assert!(err.contains("1 run of 4 failed"), "{err}");
@@ -261,7 +262,15 @@ fn sweep_failed_run_does_not_stop_the_others() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(status[0], "ok");
-    assert!(status[2].starts_with("failed: cannot clear"), "{status:?}");
+    assert!(
+        status[2].starts_with("failed: cannot write results") && status[2].contains("not a folder"),
+        "{status:?}"
+    );
+    // The file in the way is left as it was.
+    assert_eq!(
+        std::fs::read_to_string(outp.join("cc=reno_load=0.3_seed=0")).unwrap(),
+        "in the way"
+    );
     assert_eq!(status.iter().filter(|s| **s == "ok").count(), 3);
     assert!(ix["runs"][0]["p999"].as_f64().unwrap() > 0.0);
     assert!(ix["runs"][0]["nope"].is_null());
