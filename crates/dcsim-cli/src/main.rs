@@ -400,6 +400,22 @@ fn config_error(e: &ConfigError) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Whether results can be committed to `out`: its parent folder exists (or is created) and
+/// takes a new file, and `out` is not a file.
+fn writable_parent(out: &Path) -> std::io::Result<()> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
+        return Err(std::io::Error::other("it exists and is not a folder"));
+    }
+    let probe = parent.join(format!(".dcsim-probe-{}", std::process::id()));
+    std::fs::File::create(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 fn run(
     file: &Path,
     out: Option<PathBuf>,
@@ -415,6 +431,11 @@ fn run(
         Err(e) => return config_error(&e),
     };
     let out = out.unwrap_or_else(|| Path::new("results").join(&scenario.name));
+    // Find an unwritable --out before simulating, not after.
+    if let Err(e) = writable_parent(&out) {
+        eprintln!("error: cannot write results to {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
     let mut world = match World::new(scenario) {
         Ok(w) => w,
         Err(e) => return config_error(&e),

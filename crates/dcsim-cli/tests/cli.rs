@@ -178,6 +178,18 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "[topology]\nkind = \"star\"\n[queue]\nkind = \"droptail\"\nbuffer = \"1000B\"\n",
             "queue.buffer: 1000 B cannot hold one full frame (1538 B on the wire)",
         ),
+        (
+            "name = \"../../x\"\n[topology]\nkind = \"star\"\n",
+            "name: \"../../x\" cannot be a results folder name",
+        ),
+        (
+            "[topology]\nkind = \"fat-tree\"\npreset = \"xpass\"\nk = 8\n",
+            "topology.k: only with preset = \"k-ary\"",
+        ),
+        (
+            "[topology]\nkind = \"star\"\nhost_link = { rate = \"10Gbps\", delay = \"18446744073709551615ps\" }\n",
+            "link delays must be at most 1s",
+        ),
     ];
     for (text, want) in cases {
         let f = write(&d, text);
@@ -197,6 +209,27 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "{err}"
         );
     }
+    // A line of a megabyte in a parse error is cut short.
+    let f = write(
+        &d,
+        &format!(
+            "[topology]\nkind = \"star\"\nhosts = {}\n",
+            "x".repeat(1_000_000)
+        ),
+    );
+    let o = dcsim(&["check", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stderr.len() < 2_000, "{} bytes of error", o.stderr.len());
+    // An --out under a file fails before the simulation, with nothing written.
+    std::fs::write(d.join("afile"), "x").unwrap();
+    let f = write(&d, GOOD);
+    let o = dcsim(&["run", &f, "--out", d.join("afile/x").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot write results to") && !err.contains("simulated"),
+        "{err}"
+    );
     let o = dcsim(&["run", "no/such/file.toml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no/such/file.toml: cannot read the file"));

@@ -153,6 +153,13 @@ pub struct FatTreeSpec {
 
 impl FatTreeSpec {
     pub(crate) fn resolve(&self) -> Result<Self, String> {
+        if self.preset == Some(FatTreePreset::Xpass) && self.k.is_some() {
+            return Err(
+                "k: only with preset = \"k-ary\" (or no preset); the xpass preset has its own \
+                 shape"
+                    .into(),
+            );
+        }
         let preset = self.preset.unwrap_or(if self.k.is_some() {
             FatTreePreset::KAry
         } else {

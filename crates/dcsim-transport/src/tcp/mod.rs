@@ -225,6 +225,21 @@ impl TcpConfig {
         if self.delayed_ack && self.delack_timeout == Dur::ZERO {
             return Err("delack_timeout: must be greater than zero".into());
         }
+        // Timers are added to the u64 picosecond clock (213 days): an hour is far beyond
+        // any timer a TCP uses, and far below an overflow.
+        const MAX_TIMER: Dur = Dur::from_secs(3600);
+        for (name, d) in [
+            ("min_rto", self.min_rto),
+            ("max_rto", self.max_rto),
+            ("init_rto", self.init_rto),
+            ("delack_timeout", self.delack_timeout),
+        ] {
+            if d > MAX_TIMER {
+                return Err(format!(
+                    "{name}: {d} is longer than the largest timer, {MAX_TIMER}"
+                ));
+            }
+        }
         self.cc.validate().map_err(|e| format!("cc.{e}"))
     }
 

@@ -39,6 +39,9 @@ impl ScenarioSpec {
         check_output(&spec, &graph, flows.len()).map_err(err)?;
         check_controller(&spec, &transports).map_err(err)?;
         check_fastpass(&spec, &transports, graph.hosts.len() as u32).map_err(err)?;
+        if let Some(n) = &spec.name {
+            check_name(n).map_err(err)?;
+        }
         let source_params =
             source_params(&graph, &spec.topology, spec.sim.seed, spec.base_dir.clone());
         let name = spec.name.clone().unwrap_or_else(|| "scenario".into());
@@ -101,6 +104,23 @@ fn check_controller(spec: &ScenarioSpec, transports: &Transports) -> Result<(), 
                 "controller.exempt: no transport named {name:?} in [transports] (defined: {known:?})"
             ));
         }
+    }
+    Ok(())
+}
+
+/// The scenario's name names its results folder (`results/<name>`): one plain folder name.
+fn check_name(n: &str) -> Result<(), String> {
+    let bad = n.is_empty()
+        || n == "."
+        || n == ".."
+        || n.starts_with('.')
+        || n.len() > 200
+        || n.chars().any(|c| c == '/' || c == '\\' || c.is_control());
+    if bad {
+        return Err(format!(
+            "name: {n:?} cannot be a results folder name (no path separators, no leading dot, \
+             at most 200 characters)"
+        ));
     }
     Ok(())
 }
@@ -170,10 +190,28 @@ fn resolve_network(spec: &mut ScenarioSpec) -> Result<Graph, String> {
             graph.nodes[l.a].name, graph.nodes[l.b].name
         ));
     }
+    // Time is in picoseconds in a u64 (213 days): a delay beyond a second is a unit slip,
+    // and far beyond it would overflow the clock.
+    if let Some(l) = graph
+        .links
+        .iter()
+        .find(|l| l.delay_ab.max(l.delay_ba) > MAX_LINK_DELAY)
+    {
+        return Err(format!(
+            "topology: the link {} -- {} has a delay of {}; link delays must be at most {}",
+            graph.nodes[l.a].name,
+            graph.nodes[l.b].name,
+            l.delay_ab.max(l.delay_ba),
+            MAX_LINK_DELAY
+        ));
+    }
     spec.queue.validate().map_err(|e| format!("queue.{e}"))?;
     spec.nic.validate().map_err(|e| format!("nic.{e}"))?;
     Ok(graph)
 }
+
+/// The longest link delay a scenario may give (one second).
+const MAX_LINK_DELAY: Dur = Dur::from_secs(1);
 
 /// Checks the default and the named transports, resolves them into `spec`, numbers them,
 /// and checks what each needs of the network.

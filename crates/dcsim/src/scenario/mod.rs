@@ -159,7 +159,7 @@ impl ScenarioSpec {
             }
             doc.to_string()
         };
-        let spec: Self = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
+        let spec: Self = toml::from_str(&text).map_err(|e| err(shorten_lines(&e.to_string())))?;
         if spec.schema_version != SCHEMA_VERSION {
             return Err(err(format!(
                 "schema_version: this dcsim reads version {SCHEMA_VERSION}, the file says {}",
@@ -168,6 +168,19 @@ impl ScenarioSpec {
         }
         Ok(spec)
     }
+}
+
+/// A parse error quotes the offending line; a line of megabytes would flood the terminal,
+/// so each line of the message is cut to 300 characters.
+fn shorten_lines(msg: &str) -> String {
+    const MAX: usize = 300;
+    msg.lines()
+        .map(|l| match l.char_indices().nth(MAX) {
+            Some((i, _)) => format!("{}… ({} more bytes)", &l[..i], l.len() - i),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
