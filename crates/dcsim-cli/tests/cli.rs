@@ -190,6 +190,14 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "[topology]\nkind = \"star\"\nhost_link = { rate = \"10Gbps\", delay = \"18446744073709551615ps\" }\n",
             "link delays must be at most 1s",
         ),
+        (
+            "[sim]\nduration = \"1ms\"\n[topology]\nkind = \"star\"\n[output.timeseries]\nevery = \"1ns\"\n",
+            "output.timeseries.every: 1ns is shorter than 100ns",
+        ),
+        (
+            "[sim]\nduration = \"10s\"\n[topology]\nkind = \"star\"\n[output.timeseries]\nevery = \"100ns\"\nports = [\"switches\"]\n",
+            "sample less often or fewer flows and ports",
+        ),
     ];
     for (text, want) in cases {
         let f = write(&d, text);

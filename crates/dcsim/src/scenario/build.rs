@@ -11,7 +11,9 @@ use dcsim_transport::{FlowSpec, TransportSpec};
 
 use crate::controller::ControllerSpec;
 
-use super::{ConfigError, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams};
+use super::{
+    ConfigError, FlowKeyword, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams,
+};
 
 impl ScenarioSpec {
     /// Resolves presets and defaults and checks every cross-reference. Errors name the key
@@ -355,12 +357,43 @@ fn check_sim_times(sim: &SimSpec, flows: &[FlowSpec]) -> Result<(), String> {
 }
 
 /// Checks `[output]` against the network and the number of explicit flows.
+/// The shortest sampling interval.
+const MIN_SAMPLE_EVERY: Dur = Dur::from_ns(100);
+/// The most time-series samples a run may hold (about 6.4 GB at 64 bytes each).
+const MAX_SAMPLE_ROWS: u64 = 100_000_000;
+
 fn check_output(spec: &ScenarioSpec, graph: &Graph, flows: usize) -> Result<(), String> {
     let Some(ts) = &spec.output.timeseries else {
         return Ok(());
     };
-    if ts.every == Dur::ZERO {
-        return Err("output.timeseries.every: must be greater than zero".into());
+    if ts.every < MIN_SAMPLE_EVERY {
+        return Err(format!(
+            "output.timeseries.every: {} is shorter than {MIN_SAMPLE_EVERY} (one minimum \
+             frame at 10 Gb/s takes 67 ns)",
+            ts.every
+        ));
+    }
+    // Samples are held in memory until the end: refuse a series that cannot fit.
+    if let Some(d) = spec.sim.duration {
+        let per_sample = match &ts.flows {
+            FlowSelection::List(l) => l.len() as u64,
+            FlowSelection::Keyword(FlowKeyword::All) => flows as u64,
+            FlowSelection::Keyword(FlowKeyword::None) => 0,
+        } + ts.ports.len() as u64
+            * if ts.ports.iter().any(|p| p == "switches") {
+                graph.links.len() as u64 * 2
+            } else {
+                1
+            };
+        let rows = (d.as_ps() / ts.every.as_ps()).saturating_mul(per_sample);
+        if rows > MAX_SAMPLE_ROWS {
+            return Err(format!(
+                "output.timeseries: about {rows} samples ({} MB in memory) for {d} every {}; \
+                 sample less often or fewer flows and ports (at most {MAX_SAMPLE_ROWS})",
+                rows.saturating_mul(64) / 1_000_000,
+                ts.every
+            ));
+        }
     }
     if let FlowSelection::List(l) = &ts.flows
         && spec.generators.is_empty()
