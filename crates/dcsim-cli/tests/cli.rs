@@ -198,6 +198,10 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "[sim]\nduration = \"10s\"\n[topology]\nkind = \"star\"\n[output.timeseries]\nevery = \"100ns\"\nports = [\"switches\"]\n",
             "sample less often or fewer flows and ports",
         ),
+        (
+            "[topology]\nkind = \"parking-lot\"\nbottlenecks = 10000000\n",
+            "switches x 10000001 edge switches",
+        ),
     ];
     for (text, want) in cases {
         let f = write(&d, text);

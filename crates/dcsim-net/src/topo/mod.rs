@@ -163,6 +163,35 @@ impl TopologySpec {
         }
     }
 
+    /// The size of the network a resolved spec builds, counted without building it:
+    /// (hosts, switches, links, switches that have hosts).
+    pub fn size(&self) -> Result<(u64, u64, u64, u64), String> {
+        let u = |v: Option<u32>| u64::from(req(v));
+        Ok(match self.resolve()? {
+            Self::Dumbbell(s) => {
+                let p = u(s.pairs);
+                (2 * p, 2, 2 * p + 1, 2)
+            }
+            Self::ParkingLot(s) => {
+                let n = u(s.bottlenecks);
+                (2 * n + 2, n + 1, 2 * n + 2 + n, n + 1)
+            }
+            Self::Star(s) => {
+                let h = u(s.hosts);
+                (h, 1, h, 1)
+            }
+            Self::LeafSpine(s) => {
+                let (l, h, sp) = (u(s.leaves), u(s.hosts_per_leaf), u(s.spines));
+                (l * h, l + sp, l * h + l * sp, l)
+            }
+            Self::FatTree(s) => {
+                let (c, a, t, h) = (u(s.cores), u(s.aggs), u(s.tors), u(s.hosts_per_tor));
+                let (tu, au) = (u(s.tor_uplinks), u(s.agg_uplinks));
+                (t * h, c + a + t, t * h + t * tu + a * au, t)
+            }
+        })
+    }
+
     /// The kinds a scenario can name, with descriptions (for `dcsim list`).
     pub const KINDS: &'static [(&'static str, &'static str)] = &[
         (
@@ -188,4 +217,45 @@ impl TopologySpec {
 /// Reads an option that `resolve` has filled.
 pub(crate) fn req<T: Copy>(v: Option<T>) -> T {
     v.expect("topology spec read before resolve()")
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// `size` counts what `build` makes, for every kind, without building it.
+    #[test]
+    fn size_counts_what_build_makes() {
+        let specs: Vec<TopologySpec> = vec![
+            toml::from_str("kind = \"dumbbell\"\npairs = 3").unwrap(),
+            toml::from_str("kind = \"parking-lot\"\nbottlenecks = 4").unwrap(),
+            toml::from_str("kind = \"star\"\nhosts = 7").unwrap(),
+            toml::from_str("kind = \"leaf-spine\"\nleaves = 3\nhosts_per_leaf = 2\nspines = 5")
+                .unwrap(),
+            toml::from_str("kind = \"fat-tree\"").unwrap(),
+            toml::from_str("kind = \"fat-tree\"\nk = 6").unwrap(),
+        ];
+        for s in specs {
+            let g = s.build().unwrap();
+            let (hosts, switches, links, edges) = s.size().unwrap();
+            let with_hosts: std::collections::BTreeSet<usize> = g
+                .links
+                .iter()
+                .filter_map(|l| {
+                    let (a, b) = (g.hosts.contains(&l.a), g.hosts.contains(&l.b));
+                    (a != b).then_some(if a { l.b } else { l.a })
+                })
+                .collect();
+            assert_eq!(
+                (hosts, switches, links, edges),
+                (
+                    g.hosts.len() as u64,
+                    (g.nodes.len() - g.hosts.len()) as u64,
+                    g.links.len() as u64,
+                    with_hosts.len() as u64
+                ),
+                "{s:?}"
+            );
+        }
+    }
 }

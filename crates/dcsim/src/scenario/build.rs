@@ -185,6 +185,7 @@ fn resolve_network(spec: &mut ScenarioSpec) -> Result<Graph, String> {
         .topology
         .resolve()
         .map_err(|e| format!("topology.{e}"))?;
+    check_network_size(&spec.topology)?;
     let graph = spec.topology.build().map_err(|e| format!("topology.{e}"))?;
     if let Some(l) = graph.links.iter().find(|l| l.rate.bps() == 0) {
         return Err(format!(
@@ -210,6 +211,58 @@ fn resolve_network(spec: &mut ScenarioSpec) -> Result<Graph, String> {
     spec.queue.validate().map_err(|e| format!("queue.{e}"))?;
     spec.nic.validate().map_err(|e| format!("nic.{e}"))?;
     Ok(graph)
+}
+
+/// Refuses a topology whose network would not fit in memory, before building it. The
+/// estimate: about 1 KB per port (two per link: the port, its queue, its statistics), 64 B
+/// per host, and 128 B per (switch, edge switch) pair of the forwarding table (measured:
+/// k-ary fat-trees of k = 32, 48, 64 use 94, 453 and 1,547 MB against estimates of 134,
+/// 590 and 1,750). The limit is four fifths of the memory the machine has available
+/// (Linux), or `DCSIM_MAX_MEMORY_MB`.
+fn check_network_size(topo: &TopologySpec) -> Result<(), String> {
+    let (hosts, switches, links, edges) = topo.size().map_err(|e| format!("topology.{e}"))?;
+    let fib = switches.saturating_mul(edges).saturating_mul(128);
+    let ports = links.saturating_mul(2).saturating_mul(1024);
+    let need = fib
+        .saturating_add(ports)
+        .saturating_add(hosts.saturating_mul(64));
+    let Some(limit) = memory_limit() else {
+        return Ok(());
+    };
+    if need > limit {
+        let gb = |b: u64| b as f64 / 1e9;
+        return Err(format!(
+            "topology: {hosts} hosts, {switches} switches and {links} links need about \
+             {:.1} GB to build (forwarding tables {:.1} GB: {switches} switches x {edges} edge \
+             switches; ports {:.1} GB), more than the {:.1} GB available; make it smaller \
+             (or set DCSIM_MAX_MEMORY_MB)",
+            gb(need),
+            gb(fib),
+            gb(ports),
+            gb(limit)
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes a run may use: `DCSIM_MAX_MEMORY_MB`, else the memory available (Linux's
+/// MemAvailable), else unknown.
+fn memory_limit() -> Option<u64> {
+    if let Some(mb) = std::env::var("DCSIM_MAX_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        return Some(mb.saturating_mul(1_000_000));
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = info
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb.saturating_mul(1024) / 5 * 4)
 }
 
 /// The longest link delay a scenario may give (one second).
