@@ -202,6 +202,18 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "[topology]\nkind = \"parking-lot\"\nbottlenecks = 10000000\n",
             "switches x 10000001 edge switches",
         ),
+        (
+            "[sim]\nduration = \"1s\"\n[topology]\nkind = \"star\"\nhosts = 16\n[[generators]]\npattern = { kind = \"poisson\", load = 1e6, load_relative_to = \"host-links\", flow_size = { cdf = \"websearch\" } }\n",
+            "lower the load or set max_flows / until",
+        ),
+        (
+            "[topology]\nkind = \"star\"\nhosts = 16\n[[generators]]\npattern = { kind = \"shuffle\", tasks_per_host = 1000000000, bytes_per_pair = \"50KB\" }\n",
+            "tasks_per_host: 16 hosts x 1000000000 tasks",
+        ),
+        (
+            "[topology]\nkind = \"star\"\nhosts = 16\n[[generators]]\npattern = { kind = \"shuffle\", tasks_per_host = 10000, bytes_per_pair = \"50KB\" }\n",
+            "lower the load or set max_flows / until",
+        ),
     ];
     for (text, want) in cases {
         let f = write(&d, text);

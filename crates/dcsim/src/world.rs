@@ -266,7 +266,7 @@ impl World {
             }
         })
         .map_err(|e| ConfigError {
-            source: scenario.name.clone(),
+            source: scenario.source.clone(),
             message: format!("topology: {e}"),
         })?;
         for t in &scenario.transports {
@@ -346,7 +346,7 @@ impl World {
             .map(|cfg| Fastpass::new(cfg, &mut net, &spec.topology, &rng))
             .transpose()
             .map_err(|message| ConfigError {
-                source: scenario.name.clone(),
+                source: scenario.source.clone(),
                 message,
             })?;
         let occupancy = spec.output.queue_occupancy.map(|every| {

@@ -46,7 +46,15 @@ impl ShuffleSpec {
             return Err("bytes_per_pair: a flow must carry at least 1 byte".into());
         }
         let t = u64::from(self.tasks_per_host);
-        let total = u64::from(n) * t * u64::from(n - 1) * t;
+        // The source keeps one entry (16 B) per sending task.
+        const MAX_TASKS: u64 = 100_000_000;
+        if u64::from(n) * t > MAX_TASKS {
+            return Err(format!(
+                "tasks_per_host: {n} hosts x {t} tasks = {} sending tasks, more than {MAX_TASKS}",
+                u64::from(n) * t
+            ));
+        }
+        let total = (u64::from(n) * t).saturating_mul(u64::from(n - 1) * t);
         let info = SourceInfo {
             kind: "shuffle",
             size: Some(format!("fixed {} B", self.bytes_per_pair.bytes())),

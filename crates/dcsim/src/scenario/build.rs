@@ -50,6 +50,7 @@ impl ScenarioSpec {
         let scenario = Scenario {
             spec,
             name,
+            source: source.to_string(),
             graph,
             flows,
             generators,
@@ -58,7 +59,26 @@ impl ScenarioSpec {
         };
         // Build every source once: it checks the pattern against the network (hosts in
         // range, files readable, load definitions complete) before anything runs.
+        let mut expected_flows = scenario.flows.len() as f64;
         for (i, (s, _)) in scenario.sources()?.iter().enumerate() {
+            // Flows the source will make: known, or its rate over its horizon, capped.
+            let info = s.info();
+            let horizon = info.limits.until.or(scenario.spec.sim.duration);
+            let by_rate = match (info.flows_per_s, horizon) {
+                (Some(r), Some(h)) => Some(r * h.as_secs_f64()),
+                _ => None,
+            };
+            let n = [
+                info.flows.map(|f| f as f64),
+                info.limits.max_flows.map(|f| f as f64),
+                by_rate,
+            ]
+            .into_iter()
+            .flatten()
+            .fold(f64::INFINITY, f64::min);
+            if n.is_finite() {
+                expected_flows += n;
+            }
             if scenario.spec.sim.duration.is_none()
                 && s.peek()
                     .is_some_and(|f| f.size_bytes.is_none() && f.stop.is_none())
@@ -68,6 +88,18 @@ impl ScenarioSpec {
                      (size \"inf\" without a stop time)"
                 )));
             }
+        }
+        // Every flow's record stays in memory until the results are written (about 1 KB).
+        if let Some(limit) = memory_limit()
+            && expected_flows * 1000.0 > limit as f64
+        {
+            return Err(err(format!(
+                "generators: about {expected_flows:.3e} flows, which need about {:.1} GB \
+                 (1 KB each until the results are written), more than the {:.1} GB \
+                 available; lower the load or set max_flows / until",
+                expected_flows * 1000.0 / 1e9,
+                limit as f64 / 1e9
+            )));
         }
         Ok(scenario)
     }

@@ -47,6 +47,8 @@ pub struct Scenario {
     pub spec: ScenarioSpec,
     /// The scenario's name.
     pub name: String,
+    /// Where it came from (its file), for error messages.
+    pub source: String,
     /// The topology graph.
     pub graph: Graph,
     /// The explicit flows, in flow-number order. Generators' flows are created lazily as
@@ -106,7 +108,7 @@ impl Scenario {
                     base_dir: p.base_dir.as_deref(),
                 };
                 g.source(&cx).map(|s| (s, *t)).map_err(|e| ConfigError {
-                    source: self.name.clone(),
+                    source: self.source.clone(),
                     message: format!("generators[{i}].pattern.{e}"),
                 })
             })
