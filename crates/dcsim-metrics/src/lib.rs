@@ -326,11 +326,27 @@ fn take_lock(lock: &Path, pid: u32) -> io::Result<()> {
                 let holder = fs::read_to_string(lock)
                     .ok()
                     .and_then(|t| t.trim().parse::<u32>().ok());
+                // A lock without a pid yet belongs to a writer that has just created it,
+                // unless it is old.
+                let fresh = || {
+                    fs::metadata(lock)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age.as_secs() < 10)
+                };
                 match holder {
                     Some(h) if h != pid && alive(h) => {
                         return Err(io::Error::other(format!(
                             "process {h} is writing the same results folder (lock {}); \
                              wait for it or choose another --out",
+                            lock.display()
+                        )));
+                    }
+                    None if fresh() => {
+                        return Err(io::Error::other(format!(
+                            "another process is starting to write the same results folder \
+                             (lock {}); wait for it or choose another --out",
                             lock.display()
                         )));
                     }
