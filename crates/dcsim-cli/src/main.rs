@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use dcsim::{ConfigError, Results, ScenarioSpec, World};
+use dcsim_columnar::Format;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// dcsim: a fast, deterministic packet-level simulator for datacenter transports.
@@ -44,6 +45,9 @@ enum Cmd {
         /// Print nothing but errors.
         #[arg(long, short)]
         quiet: bool,
+        /// Table files: csv, parquet (Arrow types, units in the schema metadata) or both.
+        #[arg(long, default_value = "csv", value_parser = clap::value_parser!(Format))]
+        format: Format,
     },
     /// Run a scenario over the cross product of --vary values and seeds, in parallel,
     /// resumably; writes one folder per run and index.csv (docs/sweep.md).
@@ -152,7 +156,8 @@ fn main() -> ExitCode {
             seed,
             sets,
             quiet,
-        } => run(&file, out, seed, sets, quiet),
+            format,
+        } => run(&file, out, seed, sets, quiet, format),
         Cmd::Sweep(args) => sweep::run(args),
         Cmd::Check { file, sets } => match load(&file, &sets).and_then(|s| {
             let generated = generators(&s)?;
@@ -422,6 +427,7 @@ fn run(
     seed: Option<u64>,
     mut sets: Vec<String>,
     quiet: bool,
+    format: Format,
 ) -> ExitCode {
     if let Some(s) = seed {
         sets.push(format!("sim.seed={s}"));
@@ -450,7 +456,7 @@ fn run(
     });
     bar.finish_and_clear();
     let results = Results::collect(&mut world);
-    if let Err(e) = results.write(&out) {
+    if let Err(e) = dcsim_columnar::write_results(&results, &out, format, &[]) {
         eprintln!("error: cannot write results to {}: {e}", out.display());
         return ExitCode::from(1);
     }

@@ -64,6 +64,7 @@ pub(crate) fn run(a: Args) -> ExitCode {
         sets: a.sets,
         out: a.out,
         columns: a.columns,
+        text: None,
     };
     let mut plan = match Plan::new(&spec) {
         Ok(p) => p,

@@ -66,6 +66,30 @@ pub struct SweepSpec {
     pub out: Option<PathBuf>,
     /// `--column NAME=/json/pointer` extra index columns.
     pub columns: Vec<String>,
+    /// The scenario's text, if it is not to be read from `file` (the Python package's
+    /// scenarios); `file` is then where it came from, or empty for text without a file.
+    pub text: Option<String>,
+}
+
+impl SweepSpec {
+    /// The scenario with `sets` applied, from `text` or else the file.
+    fn load(&self, sets: &[String]) -> Result<ScenarioSpec, ConfigError> {
+        let path = (!self.file.as_os_str().is_empty()).then_some(self.file.as_path());
+        match &self.text {
+            Some(t) => ScenarioSpec::from_text(t, path, sets),
+            None => ScenarioSpec::load(&self.file, sets),
+        }
+    }
+
+    /// The built scenario with `sets` applied.
+    fn build(&self, sets: &[String]) -> Result<Scenario, ConfigError> {
+        let source = if self.file.as_os_str().is_empty() {
+            "<scenario>".to_string()
+        } else {
+            self.file.display().to_string()
+        };
+        self.load(sets)?.build(&source)
+    }
 }
 
 /// Where a run stands before the sweep executes.
@@ -92,6 +116,9 @@ pub struct Run {
     pub seed: u64,
     /// The contents of point.json.
     pub point: Value,
+    /// The overrides that make this run's scenario, in `--set` form: the sweep's own, then
+    /// the varied values, then the seed.
+    pub sets: Vec<String>,
     /// State on disk (updated by [`Plan::execute`]).
     pub state: RunState,
     /// Why the run failed, if it failed in [`Plan::execute`].
@@ -150,10 +177,6 @@ fn vary_error(set: &str, e: &ConfigError) -> String {
     format!("--vary {set}: {}: {}", e.source, message.trim_end())
 }
 
-fn build(file: &Path, sets: &[String]) -> Result<Scenario, ConfigError> {
-    ScenarioSpec::load(file, sets)?.build(&file.display().to_string())
-}
-
 /// The identity of a run in point.json: equal identities mean equal runs.
 const IDENTITY: &[&str] = &["params", "seed", "scenario_hash"];
 
@@ -202,7 +225,8 @@ impl Plan {
             }
         }
 
-        let base = ScenarioSpec::load(&spec.file, &spec.sets)
+        let base = spec
+            .load(&spec.sets)
             .map_err(|e| SweepError::new(e.to_string()))?;
         let scenario = base.name.clone().unwrap_or_else(|| "sweep".into());
         let out = spec
@@ -216,7 +240,8 @@ impl Plan {
                 let set = format!("{}={v}", a.path);
                 let mut sets = spec.sets.clone();
                 sets.push(set.clone());
-                build(&spec.file, &sets).map_err(|e| SweepError::new(vary_error(&set, &e)))?;
+                spec.build(&sets)
+                    .map_err(|e| SweepError::new(vary_error(&set, &e)))?;
             }
         }
 
@@ -238,10 +263,7 @@ impl Plan {
             let seeds: Vec<Option<u64>> = match spec.seeds {
                 None => vec![None],
                 Some(n) => {
-                    let s0 = ScenarioSpec::load(&spec.file, &sets)
-                        .map_err(|e| what(None, &e))?
-                        .sim
-                        .seed;
+                    let s0 = spec.load(&sets).map_err(|e| what(None, &e))?.sim.seed;
                     (0..n)
                         .map(|i| {
                             s0.checked_add(i).map(Some).ok_or_else(|| {
@@ -256,7 +278,7 @@ impl Plan {
                 if let Some(s) = seed {
                     sets.push(format!("{SEED_PATH}={s}"));
                 }
-                let sc = build(&spec.file, &sets).map_err(|e| what(seed, &e))?;
+                let sc = spec.build(&sets).map_err(|e| what(seed, &e))?;
                 let seed = sc.spec.sim.seed;
                 let name = folder_name(&labels, &p, (!seed_axis).then_some(seed));
                 let resolved = serde_json::to_vec(&sc.spec).unwrap_or_default();
@@ -274,6 +296,7 @@ impl Plan {
                     params: params.clone(),
                     seed,
                     point,
+                    sets,
                     state,
                     error: None,
                     scenario: (state != RunState::Complete).then_some(sc),
@@ -298,6 +321,28 @@ impl Plan {
             columns,
             runs,
         })
+    }
+
+    /// Records that run `name` failed elsewhere (on a Dask worker) with `error`, for the
+    /// index; false if the plan has no such run.
+    pub fn fail(&mut self, name: &str, error: &str) -> bool {
+        match self.runs.iter_mut().find(|r| r.name == name) {
+            Some(r) => {
+                r.error = Some(error.to_string());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes the built scenario of a run that is to run (None for a complete run, or one
+    /// taken already), for running it elsewhere.
+    pub fn take_scenario(&mut self, name: &str) -> Option<Scenario> {
+        self.runs
+            .iter_mut()
+            .find(|r| r.name == name)?
+            .scenario
+            .take()
     }
 
     /// How many runs are in each state.
@@ -343,7 +388,7 @@ impl Plan {
             todo.into_par_iter()
                 .map(|(i, sc)| {
                     let r = &runs[i];
-                    let res = run_one(&out.join(&r.name), &r.point, sc);
+                    let res = run_point(out, &r.name, &r.point, sc).map(|_| ());
                     done(&r.name, res.as_ref().err().map(String::as_str));
                     (i, res)
                 })
@@ -426,13 +471,36 @@ impl Plan {
         std::fs::create_dir_all(&self.out).map_err(|e| io("", &e))?;
         atomic_write(&self.out.join("index.csv"), &csv).map_err(|e| io("index.csv", &e))?;
         atomic_write(&self.out.join("index.json"), &js).map_err(|e| io("index.json", &e))?;
+        let table = dcsim_columnar::json_table("index", &index.header, &index.rows, index.params)
+            .map_err(|e| io("index.parquet", &e))?;
+        let pq = dcsim_columnar::to_parquet(&table).map_err(|e| io("index.parquet", &e))?;
+        atomic_write(&self.out.join("index.parquet"), &pq).map_err(|e| io("index.parquet", &e))?;
+        let runs: Vec<(&str, PathBuf)> = self
+            .runs
+            .iter()
+            .map(|r| (r.name.as_str(), self.out.join(&r.name)))
+            .collect();
+        let runs: Vec<(&str, &Path)> = runs.iter().map(|(n, d)| (*n, d.as_path())).collect();
+        dcsim_columnar::dataset::sync(&self.out.join(DATASET), &runs)
+            .map_err(|e| io(DATASET, &e))?;
         Ok(index)
     }
 }
 
-/// Runs one point from scratch and writes point.json with its results as the whole folder
-/// (the old folder, if any, is replaced in one step).
-fn run_one(dir: &Path, point: &Value, scenario: Scenario) -> Result<(), String> {
+/// Runs one run of a sweep from scratch and writes point.json with its results as the whole
+/// folder `out/name` (the old folder, if any, is replaced in one step), then its files of
+/// the sweep's Parquet dataset; returns its digest. What a sweep's worker does for each run,
+/// on a thread here or on a Dask worker from the Python package.
+///
+/// # Errors
+/// The run failed (a panic is caught and reported) or its results could not be written.
+pub fn run_point(
+    out: &Path,
+    name: &str,
+    point: &Value,
+    scenario: Scenario,
+) -> Result<String, String> {
+    let dir = out.join(name);
     let mut text = serde_json::to_vec_pretty(point).map_err(|e| e.to_string())?;
     text.push(b'\n');
     let results = catch_unwind(AssertUnwindSafe(|| -> Result<Results, String> {
@@ -449,6 +517,12 @@ fn run_one(dir: &Path, point: &Value, scenario: Scenario) -> Result<(), String> 
         format!("panicked: {msg}")
     })??;
     results
-        .write_with(dir, &[("point.json", &text)])
-        .map_err(|e| format!("cannot write results to {}: {e}", dir.display()))
+        .write_with(&dir, &[("point.json", &text)])
+        .map_err(|e| format!("cannot write results to {}: {e}", dir.display()))?;
+    dcsim_columnar::dataset::write_run(&out.join(DATASET), name, &results)
+        .map_err(|e| format!("cannot write the dataset files of {name}: {e}"))?;
+    Ok(results.digest().to_string())
 }
+
+/// The sweep's Parquet dataset folder, inside its output folder.
+pub const DATASET: &str = "dataset";

@@ -361,19 +361,9 @@ impl Results {
     /// [`Results::write`], with more files (name, bytes) that belong to the run, such as
     /// the scenario that produced it.
     pub fn write_with(&self, dir: &Path, extra: &[(&str, &[u8])]) -> io::Result<()> {
-        let mut js = serde_json::to_vec_pretty(&self.summary).map_err(io::Error::other)?;
-        js.push(b'\n');
+        let js = self.summary_json()?;
         let mut files: Vec<(&str, &[u8])> = extra.to_vec();
-        files.extend([
-            ("flows.csv", &self.flows_csv[..]),
-            ("ports.csv", &self.ports_csv[..]),
-            ("buckets.csv", &self.buckets_csv[..]),
-            ("tiers.csv", &self.tiers_csv[..]),
-        ]);
-        if let Some(t) = &self.samples_csv {
-            files.push(("timeseries.csv", &t[..]));
-        }
-        files.push(("summary.json", &js[..]));
+        files.extend(self.files_with(None, &js));
         commit_dir(dir, &files)
     }
 
@@ -423,6 +413,51 @@ impl Results {
             buckets_csv,
             tiers_csv,
         })
+    }
+
+    /// The per-transport counter columns of `flows.csv`, in file order (after
+    /// `measured`): read off the file's header, so they are exactly the written ones.
+    pub fn flow_counter_columns(&self) -> Vec<String> {
+        let header = self.flows_csv.split(|&b| b == b'\n').next().unwrap_or(&[]);
+        String::from_utf8_lossy(header)
+            .trim_end()
+            .split(',')
+            .filter(|c| !c.is_empty() && !FLOW_HEADER.contains(c))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The files a run writes, as (name, bytes), summary.json last: the CSV files, or the
+    /// files given instead of them (`dcsim run --format parquet`).
+    pub fn files_with<'a>(
+        &'a self,
+        tables: Option<&'a [(&'a str, Vec<u8>)]>,
+        summary: &'a [u8],
+    ) -> Vec<(&'a str, &'a [u8])> {
+        let mut files: Vec<(&str, &[u8])> = match tables {
+            Some(t) => t.iter().map(|(n, b)| (*n, &b[..])).collect(),
+            None => {
+                let mut f = vec![
+                    ("flows.csv", &self.flows_csv[..]),
+                    ("ports.csv", &self.ports_csv[..]),
+                    ("buckets.csv", &self.buckets_csv[..]),
+                    ("tiers.csv", &self.tiers_csv[..]),
+                ];
+                if let Some(t) = &self.samples_csv {
+                    f.push(("timeseries.csv", &t[..]));
+                }
+                f
+            }
+        };
+        files.push(("summary.json", summary));
+        files
+    }
+
+    /// summary.json as written: pretty JSON with a final newline.
+    pub fn summary_json(&self) -> io::Result<Vec<u8>> {
+        let mut js = serde_json::to_vec_pretty(&self.summary).map_err(io::Error::other)?;
+        js.push(b'\n');
+        Ok(js)
     }
 
     /// The digest of the CSV outputs (equal digests mean byte-identical CSV files).

@@ -1,6 +1,7 @@
 //! The world: every component of one simulation, owned in one place, and the event loop.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Scheduler, Time, splitmix};
@@ -411,7 +412,32 @@ impl World {
     /// Processes every event up to and including time `t` (not beyond the scenario's end).
     /// Can be called repeatedly with increasing times; [`World::finish`] closes the run.
     pub fn run_until(&mut self, t: Time, progress: &mut dyn FnMut(&RunProgress)) {
+        let _ = self.run_until_stopped(t, &mut |p| {
+            progress(p);
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`World::run`], except that `progress` may stop the run by returning
+    /// [`ControlFlow::Break`] (an interrupt from Python, a deadline): then the world is left
+    /// part-way and `None` is returned.
+    pub fn run_interruptible(
+        &mut self,
+        progress: &mut dyn FnMut(&RunProgress) -> ControlFlow<()>,
+    ) -> Option<RunStats> {
+        match self.run_until_stopped(self.end.unwrap_or(Time::MAX), progress) {
+            ControlFlow::Continue(()) => Some(self.finish()),
+            ControlFlow::Break(()) => None,
+        }
+    }
+
+    fn run_until_stopped(
+        &mut self,
+        t: Time,
+        progress: &mut dyn FnMut(&RunProgress) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let wall = Instant::now();
+        let mut flow = ControlFlow::Continue(());
         let end = t.min(self.end.unwrap_or(Time::MAX));
         let mut events: u64 = 0;
         while let Some((now, ev)) = self.sched.pop_until(end) {
@@ -426,16 +452,20 @@ impl World {
             self.dispatch(now, ev);
             events += 1;
             if events & 0xFFFF == 0 {
-                progress(&RunProgress {
+                flow = progress(&RunProgress {
                     now,
                     end: self.end,
                     events: self.events + events,
                     flows_done: (self.flows.completed(), self.flows.len() as u64),
                 });
+                if flow.is_break() {
+                    break;
+                }
             }
         }
         self.events += events;
         self.wall_seconds += wall.elapsed().as_secs_f64();
+        flow
     }
 
     /// Ends the run at the scenario's end (or the last event of a drained run) and returns

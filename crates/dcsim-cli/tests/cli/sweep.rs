@@ -41,7 +41,7 @@ fn summaries(out: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.is_dir() && !p.ends_with(dcsim_sweep::DATASET))
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             (

@@ -136,12 +136,37 @@ impl ScenarioSpec {
             source: source.clone(),
             message: format!("cannot read the file: {e}"),
         })?;
-        let mut spec = Self::parse(&text, &source, sets)?;
+        Self::parse_file_text(&text, path, sets)
+    }
+
+    /// [`ScenarioSpec::load`] of a file whose text has been read already: relative paths in
+    /// the scenario (CDF and trace files) are taken from the file's folder, and the name
+    /// defaults to the file's stem.
+    pub fn parse_file_text(text: &str, path: &Path, sets: &[String]) -> Result<Self, ConfigError> {
+        let mut spec = Self::parse(text, &path.display().to_string(), sets)?;
         spec.base_dir = path.parent().map(Path::to_path_buf);
         if spec.name.is_none() {
             spec.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         }
         Ok(spec)
+    }
+
+    /// Scenario text read from the file `path`, or written without a file (then named by
+    /// its `name` key, else `scenario`, and `<scenario>` in errors): the one way the
+    /// command line, sweeps and the Python package turn text into a scenario.
+    pub fn from_text(
+        text: &str,
+        path: Option<&Path>,
+        sets: &[String],
+    ) -> Result<Self, ConfigError> {
+        match path {
+            Some(p) => Self::parse_file_text(text, p, sets),
+            None => {
+                let mut spec = Self::parse(text, "<scenario>", sets)?;
+                spec.name.get_or_insert_with(|| "scenario".to_string());
+                Ok(spec)
+            }
+        }
     }
 
     /// Parses scenario text; `source` names it in errors.

@@ -1,0 +1,150 @@
+//! The Arrow tables and Parquet files hold exactly what the CSV files hold.
+
+use std::path::Path;
+
+use arrow_array::{
+    Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::DataType;
+use dcsim_columnar::{column_docs, parquet_files, tables};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn run(file: &str, sets: &[&str]) -> dcsim::Results {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(file);
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    dcsim::run_file(&path, &sets).expect("scenario runs")
+}
+
+/// The cell of a column as the CSV writer would hold it, compared numerically for floats.
+fn same_cell(a: &dyn Array, i: usize, cell: &str) -> bool {
+    if a.is_null(i) {
+        return cell.is_empty();
+    }
+    match a.data_type() {
+        DataType::UInt32 => {
+            a.as_any()
+                .downcast_ref::<UInt32Array>()
+                .unwrap()
+                .value(i)
+                .to_string()
+                == cell
+        }
+        DataType::UInt64 => {
+            a.as_any()
+                .downcast_ref::<UInt64Array>()
+                .unwrap()
+                .value(i)
+                .to_string()
+                == cell
+        }
+        DataType::Float64 => {
+            // Exactly: the CSV writer prints the shortest text that reads back to the value.
+            a.as_any()
+                .downcast_ref::<Float64Array>()
+                .unwrap()
+                .value(i)
+                .to_bits()
+                == cell.parse::<f64>().unwrap().to_bits()
+        }
+        DataType::Boolean => {
+            a.as_any()
+                .downcast_ref::<BooleanArray>()
+                .unwrap()
+                .value(i)
+                .to_string()
+                == cell
+        }
+        DataType::Utf8 => a.as_any().downcast_ref::<StringArray>().unwrap().value(i) == cell,
+        t => panic!("unexpected type {t}"),
+    }
+}
+
+fn assert_equals_csv(batch: &RecordBatch, csv_bytes: &[u8], table: &str) {
+    let mut r = csv::Reader::from_reader(csv_bytes);
+    let header: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    let names: Vec<String> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, header, "{table}: columns");
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(batch.num_rows(), rows.len(), "{table}: rows");
+    for (j, col) in batch.columns().iter().enumerate() {
+        for (i, row) in rows.iter().enumerate() {
+            assert!(
+                same_cell(col.as_ref(), i, &row[j]),
+                "{table} row {i} column {}: {:?} vs {:?}",
+                header[j],
+                col.slice(i, 1),
+                &row[j]
+            );
+        }
+    }
+}
+
+fn check_run(results: &dcsim::Results, out: &Path) {
+    results.write(out).unwrap();
+    let docs = column_docs();
+    let parquet = parquet_files(results).unwrap();
+    let tables = tables(results).unwrap();
+    assert_eq!(tables.len(), parquet.len());
+    for (t, (name, bytes)) in tables.iter().zip(&parquet) {
+        let csv_bytes = std::fs::read(out.join(format!("{}.csv", t.name))).unwrap();
+        assert_equals_csv(&t.batch, &csv_bytes, t.name);
+        // Every column documented, with its unit carried in the metadata.
+        for f in t.batch.schema().fields() {
+            let d = docs.get(&(t.name.to_string(), f.name().clone()));
+            let d = d.unwrap_or_else(|| panic!("{}.{} not in docs/output.md", t.name, f.name()));
+            assert_eq!(f.metadata().get("description"), Some(&d.meaning));
+            assert_eq!(
+                f.metadata().get("unit").map(String::as_str).unwrap_or(""),
+                d.unit
+            );
+        }
+        // The Parquet file reads back to the same batch, metadata included.
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(bytes.clone())).unwrap();
+        assert_eq!(
+            builder.schema(),
+            &t.batch.schema(),
+            "{name}: schema and metadata"
+        );
+        let back: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+        let back = arrow_select::concat::concat_batches(&t.batch.schema(), &back).unwrap();
+        assert_eq!(back.columns(), t.batch.columns(), "{name}");
+    }
+}
+
+#[test]
+fn tables_and_parquet_equal_the_csv_files_tcp_with_timeseries() {
+    let dir = std::env::temp_dir().join(format!("dcsim-columnar-tcp-{}", std::process::id()));
+    let r = run(
+        "websearch-star.toml",
+        &[
+            "generators[0].pattern.max_flows=200",
+            "output.timeseries.every=\"100us\"",
+            "output.timeseries.flows=[0, 1]",
+            "output.timeseries.ports=[\"sw->h0\"]",
+        ],
+    );
+    assert!(r.samples.as_ref().is_some_and(|s| !s.is_empty()));
+    assert_eq!(r.flow_counter_columns(), ["timeouts"]);
+    check_run(&r, &dir);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn tables_and_parquet_equal_the_csv_files_expresspass_counters() {
+    let dir = std::env::temp_dir().join(format!("dcsim-columnar-xpass-{}", std::process::id()));
+    let r = run(
+        "xpass-dumbbell.toml",
+        &["sim.duration=\"2ms\"", "sim.warmup=\"1ms\""],
+    );
+    assert_eq!(r.flow_counter_columns(), ["credits_sent", "credits_wasted"]);
+    check_run(&r, &dir);
+    std::fs::remove_dir_all(&dir).ok();
+}
