@@ -7,6 +7,7 @@
 //! nothing is checked again.
 
 mod build;
+mod locate;
 mod set;
 mod spec;
 
@@ -175,6 +176,7 @@ impl ScenarioSpec {
             source: source.to_string(),
             message,
         };
+        let original = text;
         let text = if sets.is_empty() {
             text.to_string()
         } else {
@@ -186,7 +188,11 @@ impl ScenarioSpec {
             }
             doc.to_string()
         };
-        let spec: Self = toml::from_str(&text).map_err(|e| err(shorten_lines(&e.to_string())))?;
+        let spec: Self = match toml::from_str(&text) {
+            Ok(s) => s,
+            Err(e) if !sets.is_empty() => return Err(err(blame(original, sets, &e))),
+            Err(e) => return Err(err(shorten_lines(&locate::describe(&text, &e)))),
+        };
         if spec.schema_version != SCHEMA_VERSION {
             return Err(err(format!(
                 "schema_version: this dcsim reads version {SCHEMA_VERSION}, the file says {}",
@@ -195,6 +201,54 @@ impl ScenarioSpec {
         }
         Ok(spec)
     }
+}
+
+/// The message of a scenario that does not read once the overrides are applied: the file's
+/// own error if the file alone fails the same way (its lines are the file's), else the
+/// first override after which it fails, named as given (`--set sim.duration=10: ...`),
+/// never a line of the patched text, which the user has not seen.
+fn blame(text: &str, sets: &[String], full: &toml::de::Error) -> String {
+    let fails = |t: &str| toml::from_str::<ScenarioSpec>(t).err();
+    if let Some(e) = fails(text)
+        && e.message() == full.message()
+    {
+        return shorten_lines(&locate::describe(text, &e));
+    }
+    let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return shorten_lines(&full.to_string());
+    };
+    for s in sets {
+        if set::apply_set(&mut doc, s).is_err() {
+            break;
+        }
+        let patched = doc.to_string();
+        if let Some(e) = fails(&patched)
+            && e.message() == full.message()
+        {
+            let mut msg = format!(
+                "--set {s}: {}",
+                locate::with_suggestion(e.message().trim_end())
+            );
+            // An error elsewhere in the file that the override brought about (a key the
+            // new kind does not have): say where, in the file's own words.
+            if let Some(line) = e.span().and_then(|sp| line_at(&patched, sp.start))
+                && let Some((path, _)) = s.split_once('=')
+                && let Some(last) = path.trim().rsplit('.').next()
+                && !line.trim_start().starts_with('[')
+                && !line.contains(&format!("{} =", last.split('[').next().unwrap_or(last)))
+            {
+                msg += &format!(" (at `{}`)", line.trim());
+            }
+            return shorten_lines(&msg);
+        }
+    }
+    shorten_lines(&full.to_string())
+}
+
+/// The line of `text` holding byte `at`.
+fn line_at(text: &str, at: usize) -> Option<&str> {
+    let start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
+    text[start..].lines().next()
 }
 
 /// A parse error quotes the offending line; a line of megabytes would flood the terminal,
@@ -296,5 +350,32 @@ dst = 2
         );
         let e = build(&BASE.replace("dst = 2", "dst = 2\nsize = \"-5MB\""), &[]).unwrap_err();
         assert!(e.message.contains("negative"), "{e}");
+    }
+
+    #[test]
+    fn set_errors_name_the_override_not_a_line_of_the_patched_text() {
+        let e = ScenarioSpec::parse(BASE, "f.toml", &["sim.duration=10".into()]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("--set sim.duration=10: 10 has no unit"),
+            "{e}"
+        );
+        assert!(!e.message.contains("line"), "{e}");
+        let e = ScenarioSpec::parse(
+            BASE,
+            "f.toml",
+            &["sim.seed=2".into(), "topology.pairs=-1".into()],
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("--set topology.pairs=-1: invalid value"),
+            "{e}"
+        );
+        // A mistake in the file itself keeps the file's own line, overrides or not.
+        let bad = BASE.replace("duration = \"10ms\"", "duration = 10");
+        let e = ScenarioSpec::parse(&bad, "f.toml", &["sim.seed=2".into()]).unwrap_err();
+        assert!(e.message.contains("line 3"), "{e}");
+        assert!(!e.message.contains("--set"), "{e}");
     }
 }

@@ -1,0 +1,219 @@
+//! Pointing a scenario error at the offending key or value, and suggesting the key meant.
+//!
+//! serde reads a table whose `kind` picks the variant (`[topology]`, `[queue]`,
+//! `[transport]`) through a buffer that forgets positions, so the toml crate can only place
+//! an error inside it at the table's header. The message names what is wrong (`unknown field
+//! `mark_thresh``, `invalid "10Gbs"`), so the token is looked up in that table's text and
+//! the error shown at its line and column instead; an unknown name gets the nearest valid
+//! one as a suggestion.
+
+use std::ops::Range;
+
+/// The error as the toml crate words it, with the location moved to the offending token
+/// when the crate could only give the enclosing table, and a suggestion for a misspelt
+/// key or variant.
+pub(super) fn describe(text: &str, e: &toml::de::Error) -> String {
+    let message = with_suggestion(e.message().trim_end());
+    let Some(span) = e.span() else {
+        return message;
+    };
+    let at = token(e.message())
+        .and_then(|t| find_in_table(text, span.clone(), &t))
+        .unwrap_or(span);
+    render(text, at, &message)
+}
+
+/// What to look for: the key of an unknown field (`mark_thresh =`), a rejected quoted value
+/// (`"10Gbs"`), the variant named (`"dctpc"`) or a rejected number.
+fn token(message: &str) -> Option<Token> {
+    let between = |s: &str, open: char, close: char| -> Option<String> {
+        let a = s.find(open)? + open.len_utf8();
+        let b = s[a..].find(close)? + a;
+        Some(s[a..b].to_string())
+    };
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        return between(rest, '`', '`').map(Token::Key);
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        return between(rest, '`', '`').map(Token::Quoted);
+    }
+    if let Some(rest) = message.strip_prefix("invalid ")
+        && rest.starts_with('"')
+    {
+        return between(rest, '"', '"').map(Token::Quoted);
+    }
+    if let Some(i) = message.find("string \"") {
+        return between(&message[i..], '"', '"').map(Token::Quoted);
+    }
+    for kind in ["integer `", "float `"] {
+        if let Some(i) = message.find(kind) {
+            return between(&message[i..], '`', '`').map(Token::Value);
+        }
+    }
+    None
+}
+
+enum Token {
+    /// A key, found as `key =` at the start of a line or after `{` / `,`.
+    Key(String),
+    /// A string value, found with its quotes.
+    Quoted(String),
+    /// A bare value, found after `=`.
+    Value(String),
+}
+
+/// The first occurrence of the token in the table that starts at `span`: from the span to the
+/// next table header. None if it is not there (then the span stands).
+fn find_in_table(text: &str, span: Range<usize>, t: &Token) -> Option<Range<usize>> {
+    let start = span.start.min(text.len());
+    let body_from = text[start..]
+        .find('\n')
+        .map_or(text.len(), |i| start + i + 1);
+    let end = next_header(text, body_from).max(span.end.min(text.len()));
+    let table = &text[start..end];
+    let found = match t {
+        Token::Key(k) => find_key(table, k),
+        Token::Quoted(v) => {
+            let q = format!("\"{v}\"");
+            table.find(&q).map(|i| i..i + q.len())
+        }
+        Token::Value(v) => find_after_equals(table, v),
+    }?;
+    Some(start + found.start..start + found.end)
+}
+
+/// Start of the next line that opens a table (`[name]` or `[[name]]`) at or after `from`.
+fn next_header(text: &str, from: usize) -> usize {
+    let mut at = from;
+    for line in text[from..].split_inclusive('\n') {
+        if line.trim_start().starts_with('[') {
+            return at;
+        }
+        at += line.len();
+    }
+    text.len()
+}
+
+fn find_key(table: &str, key: &str) -> Option<Range<usize>> {
+    let mut from = 0;
+    while let Some(i) = table[from..].find(key).map(|i| i + from) {
+        let before = table[..i].trim_end_matches([' ', '\t']);
+        let after = table[i + key.len()..].trim_start_matches([' ', '\t']);
+        let starts = before.is_empty() || before.ends_with(['\n', '{', ',']);
+        if starts && after.starts_with('=') {
+            return Some(i..i + key.len());
+        }
+        from = i + key.len();
+    }
+    None
+}
+
+fn find_after_equals(table: &str, value: &str) -> Option<Range<usize>> {
+    let mut from = 0;
+    while let Some(i) = table[from..].find(value).map(|i| i + from) {
+        let before = table[..i].trim_end_matches([' ', '\t']);
+        let next = table[i + value.len()..].chars().next();
+        if before.ends_with('=') && !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.') {
+            return Some(i..i + value.len());
+        }
+        from = i + value.len();
+    }
+    None
+}
+
+/// `unknown field `mark_thresh`, expected `buffer` or `mark_threshold`` → the same, then
+/// `; did you mean `mark_threshold`?` when one valid name is close.
+pub(super) fn with_suggestion(message: &str) -> String {
+    let unknown = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p));
+    let Some(rest) = unknown else {
+        return message.to_string();
+    };
+    let Some(end) = rest.find('`') else {
+        return message.to_string();
+    };
+    let bad = &rest[..end];
+    let Some(expected) = rest.find("expected ").map(|i| &rest[i..]) else {
+        return message.to_string();
+    };
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let best = names
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(bad, n), *n))
+        .min();
+    match best {
+        Some((d, n)) if d > 0 && (d <= 2 || n.starts_with(bad) || bad.starts_with(n)) => {
+            format!("{message}; did you mean `{n}`?")
+        }
+        _ => message.to_string(),
+    }
+}
+
+/// The toml crate's layout: `TOML parse error at line L, column C`, the line, a caret line,
+/// the message.
+fn render(text: &str, at: Range<usize>, message: &str) -> String {
+    let start = at.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_no = text[..start].matches('\n').count() + 1;
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let col = text[line_start..start].chars().count() + 1;
+    let width = text[start..at.end.min(text.len()).max(start)]
+        .lines()
+        .next()
+        .map_or(1, |s| s.chars().count().max(1));
+    let gutter = " ".repeat(line_no.to_string().len());
+    format!(
+        "TOML parse error at line {line_no}, column {col}\n{gutter} |\n{line_no} | {line}\n{gutter} | {}{}\n{message}",
+        " ".repeat(col - 1),
+        "^".repeat(width)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        let e = toml::from_str::<crate::ScenarioSpec>(text).unwrap_err();
+        describe(text, &e)
+    }
+
+    const FILE: &str = "schema_version = 1\n[sim]\nduration = \"10ms\"\n\n[topology]\nkind = \"dumbbell\"\npairs = 2\nhost_link = { rate = \"10Gbs\", delay = \"1us\" }\n\n[queue]\nkind = \"ecn\"\nbuffer = \"250pkts\"\nmark_thresh = \"65pkts\"\n";
+
+    #[test]
+    fn errors_inside_kind_tables_point_at_the_value() {
+        let e = error(FILE);
+        assert!(
+            e.starts_with("TOML parse error at line 13, column 1"),
+            "{e}"
+        );
+        assert!(e.contains("\n   | ^^^^^^^^^^^\n"), "{e}");
+        assert!(e.ends_with("did you mean `mark_threshold`?"), "{e}");
+        let fixed = FILE.replace("mark_thresh", "mark_threshold");
+        let e = error(&fixed);
+        assert!(
+            e.starts_with("TOML parse error at line 8, column 22"),
+            "{e}"
+        );
+        assert!(e.contains(" ^^^^^^^\ninvalid"), "{e}");
+        let e = error(
+            &fixed
+                .replace("10Gbs", "10Gbps")
+                .replace("pairs = 2", "pairs = -2"),
+        );
+        assert!(e.starts_with("TOML parse error at line 7, column 9"), "{e}");
+    }
+
+    #[test]
+    fn suggestions_only_for_near_misses() {
+        assert!(
+            with_suggestion("unknown variant `dctpc`, expected one of `reno`, `dctcp`")
+                .ends_with("did you mean `dctcp`?")
+        );
+        assert_eq!(
+            with_suggestion("unknown field `zzz`, expected `buffer` or `mark_threshold`"),
+            "unknown field `zzz`, expected `buffer` or `mark_threshold`"
+        );
+    }
+}
