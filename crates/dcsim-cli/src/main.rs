@@ -71,6 +71,18 @@ enum Cmd {
     /// List topologies, transports, congestion controllers, queue disciplines, traffic
     /// patterns and example scenarios.
     List,
+    /// Print a shell completion script: `dcsim completions bash > ~/.local/share/bash-completion/completions/dcsim`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (dcsim.1 and one per command) into a folder:
+    /// `dcsim man --out ~/.local/share/man/man1`.
+    Man {
+        /// Folder for the pages (created if missing).
+        #[arg(long, default_value = "man")]
+        out: PathBuf,
+    },
     /// Print a built-in example scenario (names: `dcsim list`), or write it to a file, so
     /// an installed dcsim runs its examples anywhere.
     Example {
@@ -97,6 +109,9 @@ enum Cmd {
         /// found in the output folder.
         #[arg(long)]
         fresh: bool,
+        /// Print the whole result.json to stdout (it is always written to the folder).
+        #[arg(long)]
+        json: bool,
     },
     /// Stress-benchmark the Fastpass-style arbiter: the highest load each allocator
     /// architecture sustains in real time (docs/arbiter.md).
@@ -184,6 +199,12 @@ fn main() -> ExitCode {
             Err(e) => config_error(&e),
         },
         Cmd::List => emit(&list::text()),
+        Cmd::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "dcsim", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Cmd::Man { out } => man(&out),
         Cmd::Example { name, out } => example(&name, out),
         Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
         Cmd::Repro {
@@ -192,7 +213,8 @@ fn main() -> ExitCode {
             out,
             jobs,
             fresh,
-        } => repro(&name, quick, out, jobs, fresh),
+            json,
+        } => repro(&name, quick, out, jobs, fresh, json),
         Cmd::ArbiterBench {
             nodes,
             arch,
@@ -313,6 +335,7 @@ fn repro(
     out: Option<PathBuf>,
     jobs: Option<usize>,
     fresh: bool,
+    json: bool,
 ) -> ExitCode {
     if !dcsim_repro::EXPERIMENTS.iter().any(|e| e.name == name) {
         let names: Vec<&str> = dcsim_repro::EXPERIMENTS.iter().map(|e| e.name).collect();
@@ -333,16 +356,21 @@ fn repro(
     let wall = std::time::Instant::now();
     match dcsim_repro::run(name, quick, out.clone(), jobs, fresh) {
         Ok(result) => {
-            let mut shown = result.clone();
-            if let Some(m) = shown.as_object_mut() {
-                m.remove("parameters");
+            // The figures that have a verdict, then where everything is; the whole of
+            // result.json is in the folder (and `--json` prints it).
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&result).unwrap_or_default()
+                );
+            } else if let Some(checks) = result.get("checks") {
+                println!(
+                    "{name}: checks {}",
+                    serde_json::to_string(checks).unwrap_or_default()
+                );
             }
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&shown).unwrap_or_default()
-            );
             eprintln!(
-                "{name}: done in {:.1} s; results in {}",
+                "{name}: done in {:.1} s; result.json, CSV data and plots in {}",
                 wall.elapsed().as_secs_f64(),
                 out.display()
             );
@@ -350,6 +378,26 @@ fn repro(
         }
         Err(e) => {
             eprintln!("error: {name}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Writes dcsim.1 and a page per command (dcsim-run.1, ...) into `out`.
+fn man(out: &Path) -> ExitCode {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let written = std::fs::create_dir_all(out).and_then(|()| clap_mangen::generate_to(cmd, out));
+    match written {
+        Ok(()) => {
+            eprintln!(
+                "man pages in {}; read one with man -l {}",
+                out.display(),
+                out.join("dcsim.1").display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write man pages to {}: {e}", out.display());
             ExitCode::from(1)
         }
     }

@@ -430,3 +430,25 @@ fn dcsim_metrics_verify(dir: &Path) -> bool {
             std::fs::metadata(dir.join(f)).is_ok_and(|md| Some(md.len()) == v["bytes"].as_u64())
         })
 }
+
+/// Completion scripts and man pages come from the CLI definition, so they name every
+/// command and option as they are.
+#[test]
+fn completions_and_man_pages_cover_every_command() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = dcsim(&["completions", shell]);
+        assert!(o.status.success(), "{shell}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(text.contains("repro") && text.contains("format"), "{shell}");
+    }
+    assert_eq!(dcsim(&["completions", "tcsh"]).status.code(), Some(2));
+    let d = tmp("man");
+    let o = dcsim(&["man", "--out", d.to_str().unwrap()]);
+    assert!(o.status.success());
+    for page in ["dcsim.1", "dcsim-run.1", "dcsim-sweep.1", "dcsim-repro.1"] {
+        let text = std::fs::read_to_string(d.join(page)).unwrap();
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}");
+    }
+    let run = std::fs::read_to_string(d.join("dcsim-run.1")).unwrap();
+    assert!(run.contains("format") && run.contains("Override a scenario value"));
+}

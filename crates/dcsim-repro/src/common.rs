@@ -170,20 +170,21 @@ impl Ctx {
         atomic_write(&self.out.join(name), &s).map_err(|e| e.to_string())
     }
 
-    /// Writes a CSV file (header + rows) into the output folder.
+    /// Writes a CSV file (header + rows) into the output folder, quoted where a cell needs
+    /// it (a label with a comma).
     pub fn write_csv(
         &self,
         name: &str,
         header: &[&str],
         rows: &[Vec<String>],
     ) -> Result<(), String> {
-        let mut s = header.join(",");
-        s.push('\n');
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(header).map_err(|e| e.to_string())?;
         for r in rows {
-            s += &r.join(",");
-            s.push('\n');
+            w.write_record(r).map_err(|e| e.to_string())?;
         }
-        atomic_write(&self.out.join(name), s.as_bytes()).map_err(|e| e.to_string())
+        let bytes = w.into_inner().map_err(|e| e.to_string())?;
+        atomic_write(&self.out.join(name), &bytes).map_err(|e| e.to_string())
     }
 
     /// Saves a plot specification; [`Ctx::render_plots`] draws them all.

@@ -307,7 +307,7 @@ pub fn dx_queue(ctx: &Ctx) -> Result<Value, String> {
         "queue.csv",
         &[
             "scheme",
-            "gbps",
+            "link_gbps",
             "flows",
             "queue_delay_us_p50",
             "queue_delay_us_p99",

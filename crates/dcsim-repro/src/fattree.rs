@@ -190,7 +190,7 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
         "fct_buckets.csv",
         &[
             "workload",
-            "gbps",
+            "link_gbps",
             "scheme",
             "set",
             "bucket",
@@ -209,7 +209,7 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
         "queues.csv",
         &[
             "workload",
-            "gbps",
+            "link_gbps",
             "scheme",
             "tier",
             "ports",

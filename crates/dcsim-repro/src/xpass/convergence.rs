@@ -161,7 +161,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
         "throughput.csv",
         &[
             "scheme",
-            "gbps",
+            "link_gbps",
             "flow",
             "time_since_join_us",
             "goodput_gbps",
