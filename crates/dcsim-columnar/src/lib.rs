@@ -112,15 +112,15 @@ const BUCKETS: &[(&str, DataType, bool)] = &[
     ("hi_bytes", UInt64, true),
     ("flows", UInt64, false),
     ("completed", UInt64, false),
-    ("fct_us_mean", Float64, false),
-    ("fct_us_p50", Float64, false),
-    ("fct_us_p99", Float64, false),
-    ("fct_us_p999", Float64, false),
-    ("fct_us_max", Float64, false),
-    ("slowdown_mean", Float64, false),
-    ("slowdown_p50", Float64, false),
-    ("slowdown_p99", Float64, false),
-    ("slowdown_p999", Float64, false),
+    ("fct_us_mean", Float64, true),
+    ("fct_us_p50", Float64, true),
+    ("fct_us_p99", Float64, true),
+    ("fct_us_p999", Float64, true),
+    ("fct_us_max", Float64, true),
+    ("slowdown_mean", Float64, true),
+    ("slowdown_p50", Float64, true),
+    ("slowdown_p99", Float64, true),
+    ("slowdown_p999", Float64, true),
 ];
 const TIERS: &[(&str, DataType, bool)] = &[
     ("tier", Utf8, false),
@@ -188,6 +188,10 @@ pub fn tables_with_counters(
             ("dcsim.table".to_string(), name.to_string()),
             ("dcsim.version".to_string(), version.to_string()),
             ("dcsim.schema".to_string(), "docs/output.md".to_string()),
+            (
+                "dcsim.schema_version".to_string(),
+                dcsim::metrics::OUTPUT_SCHEMA_VERSION.to_string(),
+            ),
         ]);
         Schema::new(fields).with_metadata(meta)
     };

@@ -148,3 +148,86 @@ fn tables_and_parquet_equal_the_csv_files_expresspass_counters() {
     check_run(&r, &dir);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The columns a run writes are the list of the current output schema version: a column
+/// added, removed or renamed without a new version (and its list, and a line in
+/// docs/output.md) fails here.
+#[test]
+fn columns_are_those_of_the_current_schema_version() {
+    let v = dcsim::metrics::OUTPUT_SCHEMA_VERSION;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/schema/v{v}.txt"));
+    let listed = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}: a new schema version needs its column list",
+            path.display()
+        )
+    });
+    let listed: std::collections::BTreeMap<&str, Vec<&str>> = listed
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (t, cols) = l.split_once(": ").unwrap();
+            (t, cols.split(',').collect())
+        })
+        .collect();
+    let r = run(
+        "websearch-star.toml",
+        &[
+            "generators[0].pattern.max_flows=50",
+            "output.timeseries.every=\"1ms\"",
+            "output.timeseries.flows=[0]",
+        ],
+    );
+    let mut actual: std::collections::BTreeMap<&str, Vec<String>> = tables(&r)
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let mut cols: Vec<String> = t
+                .batch
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect();
+            if t.name == "flows" {
+                cols.truncate(dcsim_columnar::fixed_columns("flows").len());
+            }
+            (t.name, cols)
+        })
+        .collect();
+    actual.insert("counters", dcsim_columnar::dataset::all_counters());
+    actual.insert(
+        "summary",
+        r.summary.as_object().unwrap().keys().cloned().collect(),
+    );
+    assert_eq!(r.summary["schema_version"], v);
+    for (t, cols) in &actual {
+        assert_eq!(
+            listed
+                .get(t)
+                .map(|c| c.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .as_ref(),
+            Some(cols),
+            "{t}: the columns differ from {}; bump OUTPUT_SCHEMA_VERSION, add its list and say what changed in docs/output.md",
+            path.display()
+        );
+    }
+    assert_eq!(
+        listed.len(),
+        actual.len(),
+        "tables listed: {:?}",
+        listed.keys()
+    );
+}
+
+/// Every transport's counter columns are documented in docs/output.md.
+#[test]
+fn every_transport_counter_is_documented() {
+    let docs = column_docs();
+    for c in dcsim_columnar::dataset::all_counters() {
+        assert!(
+            docs.contains_key(&("flows".to_string(), c.clone())),
+            "{c} not in docs/output.md"
+        );
+    }
+}

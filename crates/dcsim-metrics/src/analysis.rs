@@ -79,8 +79,9 @@ pub struct FlowSample {
 }
 
 /// FCT and slowdown statistics of the measured flows in one bucket (a row of
-/// `buckets.csv`).
-#[derive(Clone, Debug, Serialize)]
+/// `buckets.csv`). The statistics are 0 in memory for a bucket without completed flows and
+/// written as empty cells (null).
+#[derive(Clone, Debug)]
 pub struct BucketStats {
     /// Bucket set (`all`, `fine`, `coarse`).
     pub set: &'static str,
@@ -112,6 +113,30 @@ pub struct BucketStats {
     pub slowdown_p99: f64,
     /// 99.9th-percentile slowdown.
     pub slowdown_p999: f64,
+}
+
+impl Serialize for BucketStats {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let v = |x: f64| (self.completed > 0).then_some(x);
+        let mut st = s.serialize_struct("BucketStats", 15)?;
+        st.serialize_field("set", self.set)?;
+        st.serialize_field("bucket", self.bucket)?;
+        st.serialize_field("lo_bytes", &self.lo_bytes)?;
+        st.serialize_field("hi_bytes", &self.hi_bytes)?;
+        st.serialize_field("flows", &self.flows)?;
+        st.serialize_field("completed", &self.completed)?;
+        st.serialize_field("fct_us_mean", &v(self.fct_us_mean))?;
+        st.serialize_field("fct_us_p50", &v(self.fct_us_p50))?;
+        st.serialize_field("fct_us_p99", &v(self.fct_us_p99))?;
+        st.serialize_field("fct_us_p999", &v(self.fct_us_p999))?;
+        st.serialize_field("fct_us_max", &v(self.fct_us_max))?;
+        st.serialize_field("slowdown_mean", &v(self.slowdown_mean))?;
+        st.serialize_field("slowdown_p50", &v(self.slowdown_p50))?;
+        st.serialize_field("slowdown_p99", &v(self.slowdown_p99))?;
+        st.serialize_field("slowdown_p999", &v(self.slowdown_p999))?;
+        st.end()
+    }
 }
 
 impl BucketStats {
@@ -156,15 +181,15 @@ struct BucketRowOwned {
     hi_bytes: Option<u64>,
     flows: u64,
     completed: u64,
-    fct_us_mean: f64,
-    fct_us_p50: f64,
-    fct_us_p99: f64,
-    fct_us_p999: f64,
-    fct_us_max: f64,
-    slowdown_mean: f64,
-    slowdown_p50: f64,
-    slowdown_p99: f64,
-    slowdown_p999: f64,
+    fct_us_mean: Option<f64>,
+    fct_us_p50: Option<f64>,
+    fct_us_p99: Option<f64>,
+    fct_us_p999: Option<f64>,
+    fct_us_max: Option<f64>,
+    slowdown_mean: Option<f64>,
+    slowdown_p50: Option<f64>,
+    slowdown_p99: Option<f64>,
+    slowdown_p999: Option<f64>,
 }
 
 /// Reads `buckets.csv` back (as written by a run): every row must name a known bucket.
@@ -192,15 +217,15 @@ pub fn read_bucket_csv(bytes: &[u8]) -> Result<Vec<BucketStats>, String> {
             hi_bytes: r.hi_bytes,
             flows: r.flows,
             completed: r.completed,
-            fct_us_mean: r.fct_us_mean,
-            fct_us_p50: r.fct_us_p50,
-            fct_us_p99: r.fct_us_p99,
-            fct_us_p999: r.fct_us_p999,
-            fct_us_max: r.fct_us_max,
-            slowdown_mean: r.slowdown_mean,
-            slowdown_p50: r.slowdown_p50,
-            slowdown_p99: r.slowdown_p99,
-            slowdown_p999: r.slowdown_p999,
+            fct_us_mean: r.fct_us_mean.unwrap_or(0.0),
+            fct_us_p50: r.fct_us_p50.unwrap_or(0.0),
+            fct_us_p99: r.fct_us_p99.unwrap_or(0.0),
+            fct_us_p999: r.fct_us_p999.unwrap_or(0.0),
+            fct_us_max: r.fct_us_max.unwrap_or(0.0),
+            slowdown_mean: r.slowdown_mean.unwrap_or(0.0),
+            slowdown_p50: r.slowdown_p50.unwrap_or(0.0),
+            slowdown_p99: r.slowdown_p99.unwrap_or(0.0),
+            slowdown_p999: r.slowdown_p999.unwrap_or(0.0),
         });
     }
     Ok(out)

@@ -117,8 +117,19 @@ pub struct SampleRow {
     pub value: f64,
 }
 
-/// Percentiles and mean of a sample.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+/// The version of the output files' layout (columns of the CSV and Parquet files, keys of
+/// summary.json), written into summary.json, index.json and the Parquet metadata. Changed
+/// whenever a column or key is added, removed, renamed or changes meaning; docs/output.md
+/// lists what each version changed, and a test holds the columns to the list of the
+/// current version (`crates/dcsim-columnar/tests/schema/vN.txt`).
+///
+/// Version 2: statistics of nothing (an empty bucket, no completed flow) are empty cells
+/// and nulls instead of zeros; `schema_version` added to summary.json and index.json.
+pub const OUTPUT_SCHEMA_VERSION: u32 = 2;
+
+/// Percentiles and mean of a sample. Serialized with every statistic null when the sample
+/// is empty (`count` 0), so that no reader averages a zero that was never measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Distribution {
     /// Number of values.
     pub count: u64,
@@ -134,6 +145,22 @@ pub struct Distribution {
     pub p999: f64,
     /// Largest value.
     pub max: f64,
+}
+
+impl Serialize for Distribution {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let v = |x: f64| (self.count > 0).then_some(x);
+        let mut st = s.serialize_struct("Distribution", 7)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("mean", &v(self.mean))?;
+        st.serialize_field("p50", &v(self.p50))?;
+        st.serialize_field("p90", &v(self.p90))?;
+        st.serialize_field("p99", &v(self.p99))?;
+        st.serialize_field("p999", &v(self.p999))?;
+        st.serialize_field("max", &v(self.max))?;
+        st.end()
+    }
 }
 
 impl Distribution {

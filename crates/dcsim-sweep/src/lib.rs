@@ -458,6 +458,7 @@ impl Plan {
             .map(|a| (a.path.clone(), json!(a.values)))
             .collect();
         let mut js = serde_json::to_vec_pretty(&json!({
+            "schema_version": dcsim::metrics::OUTPUT_SCHEMA_VERSION,
             "scenario": self.scenario,
             "file": self.file.display().to_string(),
             "vary": vary,

@@ -273,6 +273,7 @@ impl Results {
         let sd = Distribution::of(&mut slowdowns);
         let pool = &world.pool;
         let summary = json!({
+            "schema_version": dcsim_metrics::OUTPUT_SCHEMA_VERSION,
             "scenario": world.scenario.name,
             "seed": world.scenario.spec.sim.seed,
             "dcsim_version": env!("CARGO_PKG_VERSION"),
