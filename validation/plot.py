@@ -3,8 +3,10 @@
 
 Usage: python3 plot.py PLOTS_DIR
 
-The specifications are written by `dcsim repro`: a figure has panels; a panel has a title,
-axis labels, a kind (line, step, points, bar), optional log axes and series of x/y values.
+The specifications are written by `dcsim repro`, `dcsim sweep --plot` and `dcsim plot`: a
+figure has panels; a panel has a title, axis labels, a kind (line, step, points, bar),
+optional log axes, an optional floor of the y axis (`ymin`), series of x/y values and
+optional error bars (`err`, one list per series).
 This is the only plotting code of the project: every experiment goes through it.
 """
 import json
@@ -15,10 +17,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+
+# Plain numbers on log axes (1, 10, 100 or 0.5, 2, 8), not 6x10^0 on minor ticks.
+PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
 
 
 def draw(spec, out_dir):
     panels = spec["panels"]
+    for p in panels:  # an empty statistic is null: no point, not a zero
+        for s in p["series"]:
+            s["y"] = [float("nan") if v is None else v for v in s["y"]]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
     for ax, p in zip(axes[0], panels):
         cats = p.get("categories") or []
@@ -30,9 +39,15 @@ def draw(spec, out_dir):
                 xs = [x - 0.4 + width * (i + 0.5) for x in s["x"]]
                 ax.bar(xs, s["y"], width=width, label=s["label"])
             ax.set_xticks(range(len(cats)))
-            ax.set_xticklabels(cats, fontsize=8)
-        for s in p["series"] if not (p["kind"] == "bar" and cats) else []:
-            if p["kind"] == "step":
+            long = max(len(c) for c in cats) * len(cats) > 48
+            ax.set_xticklabels(cats, fontsize=8, rotation=20 if long else 0, ha="right" if long else "center")
+        errs = p.get("err") or []
+        for i, s in enumerate(p["series"] if not (p["kind"] == "bar" and cats) else []):
+            e = errs[i] if i < len(errs) and any(errs[i]) else None
+            if e is not None:
+                # Mean over seeds with its 95 % confidence interval.
+                ax.errorbar(s["x"], s["y"], yerr=e, marker="o", capsize=3, label=s["label"])
+            elif p["kind"] == "step":
                 ax.step(s["x"], s["y"], where="post", label=s["label"])
             elif p["kind"] == "points":
                 ax.plot(s["x"], s["y"], marker="o", label=s["label"])
@@ -42,8 +57,15 @@ def draw(spec, out_dir):
                 ax.plot(s["x"], s["y"], label=s["label"], linewidth=1.2)
         if p.get("logx"):
             ax.set_xscale("log", base=p.get("log_base", 2))
+            ax.xaxis.set_major_formatter(PLAIN)
+            ax.xaxis.set_minor_formatter(NullFormatter())
         if p.get("logy"):
             ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(PLAIN)
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        elif p.get("ymin") is not None:
+            # From zero (or the given floor), so that a 3 % difference looks like one.
+            ax.set_ylim(bottom=p["ymin"])
         ax.set_title(p["title"], fontsize=10)
         ax.set_xlabel(p["xlabel"])
         ax.set_ylabel(p["ylabel"])

@@ -71,6 +71,21 @@ enum Cmd {
     /// List topologies, transports, congestion controllers, queue disciplines, traffic
     /// patterns and example scenarios.
     List,
+    /// Draw a run's figures into RUN_DIR/plots: queues, goodput and windows over time (when
+    /// sampled), the FCT distribution and slowdown per flow size, links per tier.
+    Plot {
+        /// A results folder of `dcsim run`.
+        dir: PathBuf,
+        /// Only these flows in the time panels (default: every sampled flow).
+        #[arg(long, value_delimiter = ',')]
+        flows: Vec<u32>,
+    },
+    /// Write DIR/report.html: one self-contained page (figures embedded, tables, the
+    /// parameters that ran) for a run, a sweep or a reproduction folder.
+    Report {
+        /// A folder of `dcsim run`, `dcsim sweep` or `dcsim repro`.
+        dir: PathBuf,
+    },
     /// Print a shell completion script: `dcsim completions bash > ~/.local/share/bash-completion/completions/dcsim`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -205,6 +220,41 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Man { out } => man(&out),
+        Cmd::Plot { dir, flows } => match dcsim_report::plot_run(&dir, &flows) {
+            Ok((plots, drawn)) => {
+                let out = dir.join("plots");
+                if drawn {
+                    for p in &plots {
+                        println!("{}", out.join(format!("{}.png", p.file)).display());
+                    }
+                } else if plots.is_empty() {
+                    eprintln!(
+                        "nothing to plot: no samples, completed flows or ports in {}",
+                        dir.display()
+                    );
+                } else {
+                    eprintln!(
+                        "plot specifications in {} (not drawn, see the note above)",
+                        out.display()
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Report { dir } => match dcsim_report::report(&dir) {
+            Ok(page) => {
+                println!("{}", page.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Example { name, out } => example(&name, out),
         Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
         Cmd::Repro {

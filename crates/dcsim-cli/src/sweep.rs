@@ -157,7 +157,8 @@ pub(crate) fn run(a: Args) -> ExitCode {
     }
     for x in &a.plot {
         match dcsim_sweep::plot_against(&index, x, &plan.out) {
-            Ok(p) if !a.quiet => eprintln!(
+            // Name the picture only if it was drawn (without matplotlib a note says how).
+            Ok((p, true)) if !a.quiet => eprintln!(
                 "plot: {}",
                 plan.out
                     .join("plots")

@@ -452,3 +452,93 @@ fn completions_and_man_pages_cover_every_command() {
     let run = std::fs::read_to_string(d.join("dcsim-run.1")).unwrap();
     assert!(run.contains("format") && run.contains("Override a scenario value"));
 }
+
+fn dcsim_without_matplotlib(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dcsim"))
+        .args(args)
+        .current_dir(root())
+        .env("DCSIM_PYTHON", "/nonexistent/python")
+        .output()
+        .expect("run dcsim")
+}
+
+/// `dcsim plot` writes the figures of a run (specifications always; pictures when
+/// matplotlib is there) and `dcsim report` one page for a run, a sweep or a reproduction;
+/// anything else is refused with exit code 2.
+#[test]
+fn plot_and_report_cover_runs_sweeps_and_reproductions() {
+    let d = tmp("report");
+    let run = d.join("run");
+    let o = dcsim(&[
+        "run",
+        "scenarios/websearch-star.toml",
+        "--out",
+        run.to_str().unwrap(),
+        "-q",
+        "--set",
+        "generators[0].pattern.max_flows=200",
+        "--set",
+        "output.timeseries.every=\"500us\"",
+        "--set",
+        "output.timeseries.flows=[0,1]",
+        "--set",
+        "output.timeseries.ports=[\"sw->h0\"]",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = dcsim_without_matplotlib(&["plot", run.to_str().unwrap()]);
+    assert!(o.status.success());
+    let spec = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(run.join("plots").join(name)).unwrap()).unwrap()
+    };
+    let ts = spec("timeseries.json");
+    let titles: Vec<&str> = ts["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, ["queue length per port", "goodput per flow"]);
+    assert_eq!(ts["panels"][0]["xlabel"], "simulated time (ms)");
+    let fct = spec("fct.json");
+    let cdf = &fct["panels"][0]["series"][0]["y"];
+    assert_eq!(cdf.as_array().unwrap().last().unwrap(), 1.0);
+    assert_eq!(spec("links.json")["panels"][0]["ymin"], 0.0);
+
+    let o = dcsim_without_matplotlib(&["report", run.to_str().unwrap()]);
+    assert!(o.status.success());
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(page.contains("<h2>Summary</h2>") && page.contains("FCT and slowdown per flow size"));
+    assert!(page.contains("matplotlib was not found") && page.contains("Resolved scenario"));
+
+    let sw = d.join("sweep");
+    let o = dcsim(&[
+        "sweep",
+        "scenarios/websearch-star.toml",
+        "--vary",
+        "generators[0].pattern.load=0.3,0.5",
+        "--set",
+        "generators[0].pattern.max_flows=100",
+        "--out",
+        sw.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        dcsim_without_matplotlib(&["report", sw.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let page = std::fs::read_to_string(sw.join("report.html")).unwrap();
+    assert!(
+        page.contains("Index: parameters and headline results per run")
+            && page.contains("load=0.5_seed=1")
+    );
+    assert!(
+        sw.join("plots/sweep_load.json").exists(),
+        "the sweep's figure against its load"
+    );
+
+    let o = dcsim_without_matplotlib(&["report", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a run, sweep or reproduction folder"));
+}

@@ -57,6 +57,14 @@ pub struct Panel {
     pub categories: Vec<String>,
     /// Series.
     pub series: Vec<Series>,
+    /// Error bars: for each series, the half-width at each point (a 95 % confidence
+    /// interval over seeds); empty for none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub err: Vec<Vec<f64>>,
+    /// Start a linear y axis at this value instead of letting it autoscale to the data's
+    /// band (0 for counts, queues and rates, so that small differences look small).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ymin: Option<f64>,
 }
 
 impl Panel {
@@ -72,6 +80,8 @@ impl Panel {
             log_base: 2,
             categories: Vec::new(),
             series,
+            err: Vec::new(),
+            ymin: None,
         }
     }
     /// A grouped-bar panel: one group per category, one bar per series in each.
@@ -102,6 +112,11 @@ impl Panel {
         self.log_base = 10;
         self
     }
+    /// The same panel with its y axis starting at zero.
+    pub fn from_zero(mut self) -> Self {
+        self.ymin = Some(0.0);
+        self
+    }
     /// The same panel with a logarithmic y axis.
     pub fn logy(mut self) -> Self {
         self.logy = true;
@@ -119,16 +134,17 @@ pub fn write_spec(dir: &Path, p: &Plot) -> std::io::Result<()> {
 
 /// Writes the plotting script into `dir` and runs it on every specification there, with
 /// `$DCSIM_PYTHON` (default `python3`). A missing interpreter or matplotlib is not an
-/// error: a note on stderr says how to draw the pictures later.
+/// error: a note on stderr says how to draw the pictures later, and the result is false
+/// (true: drawn).
 ///
 /// # Errors
 /// If the script cannot be written.
-pub fn render(dir: &Path) -> Result<(), String> {
+pub fn render(dir: &Path) -> Result<bool, String> {
     let script = dir.join("plot.py");
     atomic_write(&script, PLOT_PY.as_bytes()).map_err(|e| e.to_string())?;
     let python = std::env::var("DCSIM_PYTHON").unwrap_or_else(|_| "python3".into());
     match Command::new(&python).arg(&script).arg(dir).output() {
-        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) if o.status.success() => Ok(true),
         Ok(o) => {
             eprintln!(
                 "note: plots were not drawn ({}); the data is complete. Install matplotlib (pip install matplotlib) and run: {python} {} {}",
@@ -139,11 +155,11 @@ pub fn render(dir: &Path) -> Result<(), String> {
                 script.display(),
                 dir.display()
             );
-            Ok(())
+            Ok(false)
         }
         Err(e) => {
             eprintln!("note: plots were not drawn ({python}: {e}); the data is complete.");
-            Ok(())
+            Ok(false)
         }
     }
 }

@@ -196,7 +196,7 @@ impl Ctx {
     /// matplotlib the data and result.json are still complete; a note says how to get the
     /// pictures.
     pub fn render_plots(&self) -> Result<(), String> {
-        dcsim::metrics::plot::render(&self.out.join("plots"))
+        dcsim::metrics::plot::render(&self.out.join("plots")).map(|_| ())
     }
 }
 

@@ -310,13 +310,28 @@ fn sweep_plot_draws_results_against_a_varied_path() {
     let (o, err) = sweep(
         &file,
         &out,
-        &["--plot", "generators[0].pattern.load", "--quiet"],
+        &[
+            "--plot",
+            "generators[0].pattern.load",
+            "--quiet",
+            "--seeds",
+            "2",
+        ],
     );
     assert!(o.status.success(), "{err}");
-    let spec = Path::new(&out).join("plots/sweep_generators-0-.pattern.load.json");
+    let spec = Path::new(&out).join("plots/sweep_load.json");
     let plot: Value = serde_json::from_slice(&std::fs::read(&spec).unwrap()).unwrap();
     let panel = &plot["panels"][0];
-    assert_eq!(panel["title"], "mean slowdown");
+    // Labels in words, axes from zero, seeds averaged with their confidence interval.
+    assert_eq!(panel["title"], "mean slowdown (mean, 95 % CI over seeds)");
+    assert_eq!(panel["xlabel"], "offered load (fraction of link capacity)");
+    assert_eq!(panel["ymin"], 0.0);
+    let err = panel["err"].as_array().unwrap();
+    assert!(
+        err.iter()
+            .flat_map(|e| e.as_array().unwrap())
+            .all(|h| h.as_f64().unwrap() > 0.0)
+    );
     let series = panel["series"].as_array().unwrap();
     let labels: Vec<&str> = series
         .iter()
