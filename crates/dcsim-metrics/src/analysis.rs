@@ -1,7 +1,7 @@
 //! Flow-completion analysis by flow-size bucket, and port statistics by tier.
 //!
 //! The bucket sets are those of the ExpressPass fat-tree evaluation
-//! (`experiments.md`, `xpass-fattree`): a fine set `0-10KB`, `10KB-100KB`, `100KB-1MB`,
+//! (the ExpressPass paper's large-scale evaluation, `xpass-fattree`): a fine set `0-10KB`, `10KB-100KB`, `100KB-1MB`,
 //! `1MB+` and a coarse set `<100KB`, `100KB-10MB`, `10MB+`. Every bucket is a half-open
 //! interval `(lo, hi]` of payload bytes with decimal units (1 KB = 1000 B), so a flow of
 //! exactly 10,000 B is in `0-10KB` and one of 10,001 B in `10KB-100KB`.

@@ -360,7 +360,7 @@ impl FatTreeScheme {
                 s.nic = drop_tail(nic);
                 s.transport = dctcp(0.0625, gbps);
             }
-            // experiments.md: "HULL (target utilization 0.95)"; the paper's other HULL
+            // The ExpressPass evaluation: "HULL (target utilization 0.95)"; the paper's other HULL
             // settings are not known, so HULL's own (docs/protocols/hull.md).
             Self::Hull => {
                 s.queue = QdiscSpec::Phantom(PhantomConfig {

@@ -1,4 +1,4 @@
-//! `dx-queue` (experiments.md, "Realistic workloads"): DX's claim that latency feedback
+//! `dx-queue` (the DX paper's evaluation): DX's claim that latency feedback
 //! keeps a several-times smaller queue than DCTCP at full utilization, and its argument that
 //! the delay must be measured to about a microsecond.
 //!

@@ -1,4 +1,4 @@
-//! `fastpass-zero-queue` (experiments.md; central-control.md): Fastpass against DCTCP and
+//! `fastpass-zero-queue` (Perry et al., SIGCOMM 2014): Fastpass against DCTCP and
 //! ExpressPass on the same web-search flows in a full-bisection two-tier leaf-spine, loads
 //! 0.2 to 0.8 of the host links. Switch queues per tier, FCT per size bucket, utilization,
 //! the Fastpass control traffic and the arbiter's compute time.

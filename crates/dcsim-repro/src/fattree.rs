@@ -1,4 +1,4 @@
-//! The large-scale evaluation (experiments.md, "Realistic workloads"): `xpass-fattree`.
+//! The large-scale evaluation (the ExpressPass paper's "Realistic workloads"): `xpass-fattree`.
 //!
 //! The ExpressPass fat-tree script (`expresspass.md` §2.5): 192 hosts, 32 ToRs, 16
 //! aggregation and 8 core switches, every link 10 (or 40) Gb/s and 4 µs plus 1 µs host
@@ -156,7 +156,7 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
             ]);
         }
     }
-    // The paper's expectations, checked rather than assumed (experiments.md).
+    // The paper's expectations, checked rather than assumed.
     if SCHEMES.contains(&Scheme::Xpass) && SCHEMES.contains(&Scheme::Dctcp) {
         for (i, &(w, g, s)) in keys.iter().enumerate() {
             if s != Scheme::Xpass {

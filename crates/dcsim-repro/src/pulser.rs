@@ -1,4 +1,4 @@
-//! `pulser-leafspine`: the Pulser evaluation (Almasi et al.; baselines.md §4.6) on its
+//! `pulser-leafspine`: the Pulser evaluation (Almasi et al.) on its
 //! 400-host leaf-spine: Poisson background (8–32 KB short flows, 1 MB long flows carrying
 //! 30 % of the bytes) plus incast queries, loads 20–80 %, incast degree 24 (32 and 40 at
 //! 60 %); DCTCP, ICTCP, Pulser and the Ideal max-min oracle. Short-flow FCT, long-flow

@@ -1,4 +1,4 @@
-//! `sdn-ecn`: the SDN ECN controller of the central-control thesis (central-control.md) on
+//! `sdn-ecn`: the SDN ECN controller of the central-control thesis ("Prioritising Interactive Flows in Data Center Networks With Central Control", arXiv:2402.00870) on
 //! its three set-ups at 100 Mb/s: one switch with three senders and one receiver, a
 //! two-switch dumbbell with three pairs, and a multi-hop chain of seven switches (six
 //! bottlenecks in series). Long-lived CUBIC flows plus a 2 MB interactive flow repeated 30

@@ -347,6 +347,7 @@ impl PortFeatures {
     pub const DESCRIPTIONS: &'static [(Self, &'static str, &'static str)] = &[
         (Self::CREDIT_SHAPING, "credit shaping", "credit-shaper"),
         (Self::RATE_STAMPING, "rate stamping", "rcp"),
+        (Self::PHANTOM_MARKING, "phantom-queue marking", "phantom"),
         (
             Self::INCAST_NOTIFICATION,
             "explicit incast notification",

@@ -1,4 +1,4 @@
-//! The ExpressPass microbenchmarks (experiments.md, "ExpressPass microbenchmarks"), one
+//! The ExpressPass microbenchmarks (the ExpressPass paper's microbenchmarks), one
 //! file each, and the set-ups and readings they share.
 //!
 //! Choices the papers leave open are recorded under `parameters` in each result.json and

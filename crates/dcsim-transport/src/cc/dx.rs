@@ -54,7 +54,7 @@ impl Default for DxConfig {
 pub enum Normalizer {
     /// V = T + Q (T the base RTT): N equal senders keep C·(T + Q) in flight, so if each
     /// cuts W·Q/(T + Q) they remove the C·Q bytes of standing queue in one RTT
-    /// (baselines.md's derivation of the paper's rule).
+    /// (our derivation of the paper's rule).
     Rtt,
     /// V = T: the same cut measured against the base RTT alone (more aggressive).
     BaseRtt,

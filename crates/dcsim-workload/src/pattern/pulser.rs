@@ -12,7 +12,7 @@ use crate::GenFlow;
 use crate::arrival::{ArrivalSpec, LoadBasis, LoadParams, Ratio};
 use crate::dist::SizeDist;
 
-/// The Pulser evaluation mix (Almasi et al.; baselines.md §4.6): Poisson background
+/// The Pulser evaluation mix (Almasi et al.): Poisson background
 /// flows at `load`, uniform source and destination, short flows uniform on
 /// `short_size` and long flows of `long_size` carrying `long_share` of the background
 /// bytes; plus incast queries of `incast_degree` responders. `load` counts the

@@ -151,7 +151,7 @@ mod tests {
     use super::*;
     use crate::pattern::testutil::{assert_ordered_and_distinct, spec};
 
-    /// xpass-shuffle (experiments.md): 40 hosts × 8 tasks, 1 MB per task pair: each host
+    /// xpass-shuffle (the ExpressPass paper's shuffle): 40 hosts × 8 tasks, 1 MB per task pair: each host
     /// sends and receives 2496 flows, 99,840 in all.
     #[test]
     fn shuffle_matches_the_xpass_setup() {

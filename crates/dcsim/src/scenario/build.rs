@@ -551,7 +551,8 @@ mod tests {
     use crate::scenario::tests::{BASE, build};
 
     /// A transport's needs are checked against the scenario: RCP senders need RCP routers,
-    /// ExpressPass needs symmetric routes and credit shaping; the message names the key,
+    /// ExpressPass needs symmetric routes and credit shaping, HULL phantom queues; the
+    /// message names the key,
     /// the protocol, what it needs and a discipline that provides it.
     #[test]
     fn protocol_needs_are_checked_by_key() {
@@ -587,6 +588,23 @@ mod tests {
                 .starts_with("queue.kind: expresspass needs credit shaping"),
             "{e}"
         );
+        // HULL's marks come from phantom queues; an ECN queue alone was accepted before.
+        let hull = BASE.replace(
+            "[[flows]]",
+            "[transport]\nkind = \"tcp\"\ncc = \"hull\"\n[[flows]]",
+        );
+        let e = build(
+            &hull,
+            &["queue={kind=\"ecn\", buffer=\"100pkts\", mark_threshold=\"20pkts\"}"],
+        )
+        .unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "queue.kind: hull needs phantom-queue marking on switch ports, such as \"phantom\""
+            ),
+            "{e}"
+        );
+        assert!(build(&hull, &["queue={kind=\"phantom\"}"]).is_ok());
     }
 
     #[test]

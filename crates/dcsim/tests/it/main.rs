@@ -4,6 +4,7 @@
 
 mod conservation;
 mod determinism;
+mod doc_keys;
 mod fastpass;
 mod oracle;
 mod scenario;
