@@ -174,6 +174,15 @@ enum Cmd {
         /// Repetitions of each scenario (the median is reported).
         #[arg(long, default_value_t = 3)]
         repeat: u32,
+        /// Also the k = 32 fat-tree (8,192 hosts; several GB and minutes).
+        #[arg(long)]
+        large: bool,
+        /// Only the rows whose name contains one of these (e.g. --only k16,k24).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Also write the rows as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
 }
 
@@ -256,7 +265,19 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Example { name, out } => example(&name, out),
-        Cmd::Bench { quick, repeat } => bench::run(quick, repeat.max(1)),
+        Cmd::Bench {
+            quick,
+            repeat,
+            large,
+            only,
+            json,
+        } => bench::run(&bench::Options {
+            quick,
+            repeat: repeat.max(1),
+            large,
+            only,
+            json,
+        }),
         Cmd::Repro {
             name,
             quick,

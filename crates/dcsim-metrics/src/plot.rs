@@ -147,7 +147,7 @@ pub fn render(dir: &Path) -> Result<bool, String> {
         Ok(o) if o.status.success() => Ok(true),
         Ok(o) => {
             eprintln!(
-                "note: plots were not drawn ({}); the data is complete. Install matplotlib (pip install matplotlib) and run: {python} {} {}",
+                "note: plots were not drawn ({}); the data is complete. Install matplotlib in a virtual environment (python3 -m venv .venv && .venv/bin/pip install matplotlib), then set DCSIM_PYTHON=.venv/bin/python or run: .venv/bin/python {} {}",
                 String::from_utf8_lossy(&o.stderr)
                     .lines()
                     .last()

@@ -309,6 +309,7 @@ pub fn dx_queue(ctx: &Ctx) -> Result<Value, String> {
             "scheme",
             "link_gbps",
             "flows",
+            "queue_delay_us_mean",
             "queue_delay_us_p50",
             "queue_delay_us_p99",
             "utilization",
