@@ -171,7 +171,10 @@ struct Row {
     size_bytes: u64,
 }
 
-/// Line-by-line reader that skips comments, blank lines and the header.
+/// Line-by-line reader that skips comments, blank lines and the header. Not the csv
+/// crate: it skips blank lines without counting them, so errors after a blank line named
+/// the wrong line (tried 2026-11-25; `malformed_traces_name_the_line`), and it has no
+/// comment after data on a line; rows here are plain numbers without quoting.
 struct Rows {
     name: String,
     reader: BufReader<File>,
