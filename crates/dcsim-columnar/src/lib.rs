@@ -148,15 +148,19 @@ const TIMESERIES: &[(&str, DataType, bool)] = &[
 /// # Panics
 /// For a name not in [`TABLES`].
 pub fn fixed_columns(table: &str) -> Vec<&'static str> {
-    let cols = match table {
+    columns_of(table).iter().map(|c| c.0).collect()
+}
+
+/// The fixed columns of a table with their types.
+fn columns_of(table: &str) -> &'static [(&'static str, DataType, bool)] {
+    match table {
         "flows" => FLOWS,
         "ports" => PORTS,
         "buckets" => BUCKETS,
         "tiers" => TIERS,
         "timeseries" => TIMESERIES,
         _ => panic!("no table {table}"),
-    };
-    cols.iter().map(|c| c.0).collect()
+    }
 }
 
 /// The tables of a run: flows, ports, buckets, tiers, and timeseries if the run sampled.
@@ -206,54 +210,20 @@ pub fn tables_with_counters(
         columns.extend(rows.extra());
         RecordBatch::try_new(Arc::new(schema), columns).map_err(|e| err(&e))
     };
+    let table =
+        |name: &'static str, extra: &[String], rows: &dyn RowsOf| -> Result<Table, ColumnarError> {
+            let cols = columns_of(name);
+            let batch = build(name, make(name, cols, extra), cols.len(), rows)?;
+            Ok(Table { name, batch })
+        };
     let mut out = vec![
-        Table {
-            name: "flows",
-            batch: build(
-                "flows",
-                make("flows", FLOWS, counters),
-                FLOWS.len(),
-                &Flows(results, counters),
-            )?,
-        },
-        Table {
-            name: "ports",
-            batch: build(
-                "ports",
-                make("ports", PORTS, &[]),
-                PORTS.len(),
-                &Plain(&results.ports),
-            )?,
-        },
-        Table {
-            name: "buckets",
-            batch: build(
-                "buckets",
-                make("buckets", BUCKETS, &[]),
-                BUCKETS.len(),
-                &Plain(&results.buckets),
-            )?,
-        },
-        Table {
-            name: "tiers",
-            batch: build(
-                "tiers",
-                make("tiers", TIERS, &[]),
-                TIERS.len(),
-                &Plain(&results.tiers),
-            )?,
-        },
+        table("flows", counters, &Flows(results, counters))?,
+        table("ports", &[], &Plain(&results.ports))?,
+        table("buckets", &[], &Plain(&results.buckets))?,
+        table("tiers", &[], &Plain(&results.tiers))?,
     ];
     if let Some(s) = &results.samples {
-        out.push(Table {
-            name: "timeseries",
-            batch: build(
-                "timeseries",
-                make("timeseries", TIMESERIES, &[]),
-                TIMESERIES.len(),
-                &Plain(s),
-            )?,
-        });
+        out.push(table("timeseries", &[], &Plain(s))?);
     }
     Ok(out)
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow_pyarrow::ToPyArrow;
-use dcsim::{ConfigError, Results, ScenarioSpec, World};
+use dcsim::{ConfigError, Results, Scenario, ScenarioSpec, World};
 use dcsim_columnar::Format;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
@@ -29,22 +29,19 @@ fn scenario_error(e: &ConfigError) -> PyErr {
     ScenarioError::new_err(e.to_string())
 }
 
-/// The scenario as the CLI would load it: the file's text (or text without a file),
-/// with overrides applied in order.
-fn spec(text: &str, path: Option<&str>, sets: &[String]) -> Result<ScenarioSpec, ConfigError> {
+/// The scenario as the CLI would load and build it: the file's text (or text without a
+/// file), with overrides applied in order; errors worded as `dcsim check` words them.
+fn scenario(text: &str, path: Option<&str>, sets: &[String]) -> PyResult<Scenario> {
     ScenarioSpec::from_text(text, path.map(Path::new), sets)
-}
-
-fn source(path: Option<&str>) -> String {
-    path.unwrap_or("<scenario>").to_string()
+        .and_then(|s| s.build(path.unwrap_or("<scenario>")))
+        .map_err(|e| scenario_error(&e))
 }
 
 /// Parses and validates a scenario; returns its name and the resolved scenario as JSON.
 #[pyfunction]
 #[pyo3(signature = (text, path, sets))]
 fn check(text: &str, path: Option<&str>, sets: Vec<String>) -> PyResult<(String, String)> {
-    let spec = spec(text, path, &sets).map_err(|e| scenario_error(&e))?;
-    let built = spec.build(&source(path)).map_err(|e| scenario_error(&e))?;
+    let built = scenario(text, path, &sets)?;
     let json =
         serde_json::to_string(&built.spec).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok((built.name.clone(), json))
@@ -166,10 +163,9 @@ fn run(
     sets: Vec<String>,
     progress: bool,
 ) -> PyResult<NativeResult> {
-    let spec = spec(text, path, &sets).map_err(|e| scenario_error(&e))?;
-    let scenario = spec.build(&source(path)).map_err(|e| scenario_error(&e))?;
-    let name = scenario.name.clone();
-    let mut world = World::new(scenario).map_err(|e| scenario_error(&e))?;
+    let built = scenario(text, path, &sets)?;
+    let name = built.name.clone();
+    let mut world = World::new(built).map_err(|e| scenario_error(&e))?;
     let mut interrupt: Option<PyErr> = None;
     let done = py.detach(|| {
         let start = Instant::now();
@@ -322,10 +318,8 @@ fn sweep_run(
 ) -> PyResult<String> {
     let point: serde_json::Value = serde_json::from_str(point)
         .map_err(|e| PyValueError::new_err(format!("point.json: {e}")))?;
-    let scenario = spec(text, path, &sets)
-        .and_then(|s| s.build(&source(path)))
-        .map_err(|e| scenario_error(&e))?;
-    py.detach(|| dcsim_sweep::run_point(&out, name, &point, scenario))
+    let built = scenario(text, path, &sets)?;
+    py.detach(|| dcsim_sweep::run_point(&out, name, &point, built))
         .map_err(|e| PyRuntimeError::new_err(format!("{name}: {e}")))
 }
 
