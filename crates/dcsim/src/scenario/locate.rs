@@ -65,6 +65,9 @@ enum Token {
 /// The first occurrence of the token in the table that starts at `span`: from the span to the
 /// next table header. None if it is not there (then the span stands).
 fn find_in_table(text: &str, span: Range<usize>, t: &Token) -> Option<Range<usize>> {
+    if matches!(t, Token::Key(k) | Token::Quoted(k) | Token::Value(k) if k.is_empty()) {
+        return None; // an empty key (`""`) is found everywhere and nowhere
+    }
     let start = span.start.min(text.len());
     let body_from = text[start..]
         .find('\n')
@@ -95,6 +98,9 @@ fn next_header(text: &str, from: usize) -> usize {
 }
 
 fn find_key(table: &str, key: &str) -> Option<Range<usize>> {
+    if key.is_empty() {
+        return None;
+    }
     let mut from = 0;
     while let Some(i) = table[from..].find(key).map(|i| i + from) {
         let before = table[..i].trim_end_matches([' ', '\t']);
@@ -109,6 +115,9 @@ fn find_key(table: &str, key: &str) -> Option<Range<usize>> {
 }
 
 fn find_after_equals(table: &str, value: &str) -> Option<Range<usize>> {
+    if value.is_empty() {
+        return None;
+    }
     let mut from = 0;
     while let Some(i) = table[from..].find(value).map(|i| i + from) {
         let before = table[..i].trim_end_matches([' ', '\t']);
@@ -134,6 +143,9 @@ pub(super) fn with_suggestion(message: &str) -> String {
         return message.to_string();
     };
     let bad = &rest[..end];
+    if bad.is_empty() {
+        return message.to_string();
+    }
     let Some(expected) = rest.find("expected ").map(|i| &rest[i..]) else {
         return message.to_string();
     };
@@ -203,6 +215,18 @@ mod tests {
                 .replace("pairs = 2", "pairs = -2"),
         );
         assert!(e.starts_with("TOML parse error at line 7, column 9"), "{e}");
+    }
+
+    /// An empty key name (`""=""`, found by the fuzzer) is looked up nowhere: searching
+    /// for the empty string once looped forever.
+    #[test]
+    fn an_empty_key_does_not_hang_the_lookup() {
+        let e = error("\"\"=\"\"\n");
+        assert!(
+            e.contains("unknown field ``") && !e.contains("did you mean"),
+            "{e}"
+        );
+        assert_eq!(find_key("a = 1\n", ""), None);
     }
 
     #[test]
