@@ -177,12 +177,25 @@ impl ScenarioSpec {
             message,
         };
         let original = text;
+        // TOML's integers are 64-bit signed; serde's reader would take larger ones as u64
+        // where the overrides' editor cannot, so a file would pass alone and fail with a
+        // `--set`. Refuse them in both, where they are.
+        let doc = text.parse::<toml_edit::DocumentMut>();
+        if let Err(e) = &doc
+            && e.message().contains("integer number overflowed")
+        {
+            return Err(err(shorten_lines(&format!(
+                "{}scenario integers are 64-bit signed, at most {}",
+                e.to_string()
+                    .trim_end()
+                    .trim_end_matches("integer number overflowed"),
+                i64::MAX
+            ))));
+        }
         let text = if sets.is_empty() {
             text.to_string()
         } else {
-            let mut doc: toml_edit::DocumentMut = text
-                .parse()
-                .map_err(|e: toml_edit::TomlError| err(e.to_string()))?;
+            let mut doc = doc.map_err(|e| err(e.to_string()))?;
             for s in sets {
                 set::apply_set(&mut doc, s).map_err(|m| err(format!("--set {s}: {m}")))?;
             }
@@ -377,5 +390,28 @@ dst = 2
         let e = ScenarioSpec::parse(&bad, "f.toml", &["sim.seed=2".into()]).unwrap_err();
         assert!(e.message.contains("line 3"), "{e}");
         assert!(!e.message.contains("--set"), "{e}");
+    }
+
+    /// An integer above i64::MAX is refused the same way with and without overrides: in
+    /// the file at its line, in an override as that override (it once passed alone and
+    /// failed with "integer number overflowed" as soon as any `--set` was given).
+    #[test]
+    fn integers_beyond_64_bit_signed_are_refused_alike() {
+        let big = BASE.replace("[sim]", "[sim]\nseed = 10000000000000000000");
+        for sets in [vec![], vec!["sim.duration=20ms".to_string()]] {
+            let e = ScenarioSpec::parse(&big, "f.toml", &sets).unwrap_err();
+            assert!(e.message.contains("line 3"), "{e}");
+            assert!(e.message.contains("64-bit signed"), "{e}");
+        }
+        let e = ScenarioSpec::parse(BASE, "f.toml", &["sim.seed=1_0000000000000000000".into()])
+            .unwrap_err();
+        assert!(
+            e.message.starts_with(
+                "--set sim.seed=1_0000000000000000000: 1_0000000000000000000 is out of range"
+            ),
+            "{e}"
+        );
+        let max = format!("sim.seed={}", i64::MAX);
+        assert!(ScenarioSpec::parse(BASE, "f.toml", &[max]).is_ok());
     }
 }

@@ -8,6 +8,9 @@
 pub(super) fn apply_set(doc: &mut toml_edit::DocumentMut, set: &str) -> Result<(), String> {
     let (path, raw) = set.split_once('=').ok_or("expected path=value")?;
     let (path, raw) = (path.trim(), raw.trim());
+    if let Some(e) = integer_out_of_range(raw) {
+        return Err(e);
+    }
     let value: toml_edit::Value = raw.parse().unwrap_or_else(|_| toml_edit::Value::from(raw));
     let mut segs: Vec<(&str, Option<usize>)> = Vec::new();
     for part in path.split('.') {
@@ -27,6 +30,20 @@ pub(super) fn apply_set(doc: &mut toml_edit::DocumentMut, set: &str) -> Result<(
         segs.push((key, idx));
     }
     set_path(doc.as_table_mut(), &segs, value)
+}
+
+/// The message for a bare integer that TOML cannot hold (its integers are 64-bit signed),
+/// which would otherwise be read as a string and reported as a type error.
+pub(super) fn integer_out_of_range(raw: &str) -> Option<String> {
+    let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw).replace('_', "");
+    let is_int = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    (is_int && raw.replace('_', "").parse::<i64>().is_err()).then(|| {
+        format!(
+            "{raw} is out of range: scenario integers are 64-bit signed, from {} to {}",
+            i64::MIN,
+            i64::MAX
+        )
+    })
 }
 
 fn set_path(
