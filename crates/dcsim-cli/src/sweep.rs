@@ -139,15 +139,16 @@ pub(crate) fn run(a: Args) -> ExitCode {
     if let Err(e) = res {
         return exit(&e);
     }
-    let index = match plan.write_index() {
-        Ok(ix) => ix,
-        Err(e) => return exit(&e),
-    };
+    // Failed runs first, so they are reported even if the index cannot be written.
     for r in &plan.runs {
         if let Some(e) = &r.error {
             eprintln!("error: run {} failed: {e}", r.name);
         }
     }
+    let index = match plan.write_index() {
+        Ok(ix) => ix,
+        Err(e) => return exit(&e),
+    };
     if !a.quiet {
         eprint!(
             "{}",

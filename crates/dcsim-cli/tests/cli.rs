@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "cli/disk_full.rs"]
+mod disk_full;
 #[path = "cli/sweep.rs"]
 mod sweep;
 

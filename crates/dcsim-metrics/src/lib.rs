@@ -19,6 +19,9 @@ pub mod analysis;
 pub mod maxmin;
 pub mod oracle;
 pub mod plot;
+pub mod spill;
+
+pub use spill::{Body, SampleSpill};
 
 /// One row of `flows.csv`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -194,14 +197,36 @@ pub fn jain(xs: &[f64]) -> Option<f64> {
 
 /// 64-bit FNV-1a over bytes (the digest of output files; fixed and platform-independent).
 pub fn digest(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv::default();
     for p in parts {
-        for &b in *p {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h.update(p);
+    }
+    h.finish()
+}
+
+/// [`digest`] fed in pieces: the same hash of the concatenation.
+#[derive(Clone, Copy, Debug)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    /// Adds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
-    h
+
+    /// The hash of everything added.
+    pub fn finish(self) -> u64 {
+        self.0
+    }
 }
 
 /// Serializes `rows` as CSV with a header line.
@@ -254,6 +279,16 @@ pub const MANIFEST: &str = "manifest.json";
 /// Another live process is writing `dir` (the message says which lock), or any I/O error
 /// (the temporary folder is removed; `dir` is untouched).
 pub fn commit_dir(dir: &Path, files: &[(&str, &[u8])]) -> io::Result<()> {
+    let files: Vec<(&str, Body<'_>)> = files.iter().map(|&(n, b)| (n, Body::Bytes(b))).collect();
+    commit_files(dir, &files)
+}
+
+/// [`commit_dir`] with files that may be open files as well as bytes (a time series
+/// spilled to disk is copied, never read into memory whole).
+///
+/// # Errors
+/// As [`commit_dir`].
+pub fn commit_files(dir: &Path, files: &[(&str, Body<'_>)]) -> io::Result<()> {
     let parent = dir
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -280,13 +315,21 @@ pub fn commit_dir(dir: &Path, files: &[(&str, &[u8])]) -> io::Result<()> {
         fs::create_dir(&tmp)?;
         let write_all = || -> io::Result<()> {
             let mut manifest = serde_json::Map::new();
-            for (file, bytes) in files {
-                let mut f = fs::File::create(tmp.join(file))?;
-                f.write_all(bytes)?;
-                f.sync_all()?;
+            for (file, body) in files {
+                let mut f =
+                    io::BufWriter::with_capacity(1 << 16, fs::File::create(tmp.join(file))?);
+                let (mut len, mut h) = (0u64, Fnv::default());
+                body.for_each_chunk(|c| {
+                    len += c.len() as u64;
+                    h.update(c);
+                    f.write_all(c)
+                })?;
+                f.into_inner()
+                    .map_err(io::IntoInnerError::into_error)?
+                    .sync_all()?;
                 manifest.insert(
                     (*file).to_string(),
-                    serde_json::json!({"bytes": bytes.len(), "fnv1a64": format!("{:016x}", digest(&[bytes]))}),
+                    serde_json::json!({"bytes": len, "fnv1a64": format!("{:016x}", h.finish())}),
                 );
             }
             let mut m = serde_json::to_vec_pretty(&serde_json::Value::Object(manifest))
@@ -323,11 +366,21 @@ pub fn verify_dir(dir: &Path) -> bool {
     else {
         return false;
     };
+    // File by file in pieces: a time series can be larger than memory.
     m.iter().all(|(file, v)| {
-        fs::read(dir.join(file)).is_ok_and(|b| {
-            v["bytes"].as_u64() == Some(b.len() as u64)
-                && v["fnv1a64"].as_str() == Some(format!("{:016x}", digest(&[&b])).as_str())
-        })
+        let Ok(f) = fs::File::open(dir.join(file)) else {
+            return false;
+        };
+        let (mut len, mut h) = (0u64, Fnv::default());
+        Body::File(&f)
+            .for_each_chunk(|c| {
+                len += c.len() as u64;
+                h.update(c);
+                Ok(())
+            })
+            .is_ok()
+            && v["bytes"].as_u64() == Some(len)
+            && v["fnv1a64"].as_str() == Some(format!("{:016x}", h.finish()).as_str())
     })
 }
 
@@ -348,7 +401,15 @@ fn take_lock(lock: &Path, pid: u32) -> io::Result<()> {
             .create_new(true)
             .open(lock)
         {
-            Ok(mut f) => return f.write_all(pid.to_string().as_bytes()),
+            Ok(mut f) => {
+                // A lock whose pid could not be written (a full disk) would refuse the
+                // next writer for a while: remove it with the error.
+                let r = f.write_all(pid.to_string().as_bytes());
+                if r.is_err() {
+                    let _ = fs::remove_file(lock);
+                }
+                return r;
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let holder = fs::read_to_string(lock)
                     .ok()
