@@ -565,6 +565,7 @@ fn run(
         Ok(w) => w,
         Err(e) => return config_error(&e),
     };
+    world.spill_time_series_beside(&out);
     let bar = progress_bar(&world, quiet);
     let stats = world.run(&mut |p| {
         match p.end {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, FieldRef, Schema};
 use dcsim::Results;
+use dcsim::metrics::Body;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -40,6 +41,9 @@ pub enum ColumnarError {
         /// What went wrong.
         message: String,
     },
+    /// The time series could not be read back from its file.
+    #[error("{0}")]
+    Timeseries(#[from] std::io::Error),
     /// Writing Parquet failed.
     #[error("writing {table}.parquet: {source}")]
     Parquet {
@@ -222,8 +226,8 @@ pub fn tables_with_counters(
         table("buckets", &[], &Plain(&results.buckets))?,
         table("tiers", &[], &Plain(&results.tiers))?,
     ];
-    if let Some(s) = &results.samples {
-        out.push(table("timeseries", &[], &Plain(s))?);
+    if let Some(s) = results.samples()? {
+        out.push(table("timeseries", &[], &Plain(&s))?);
     }
     Ok(out)
 }
@@ -366,16 +370,17 @@ pub fn write_results(
         Format::Csv => Vec::new(),
         Format::Parquet | Format::Both => parquet_files(results).map_err(std::io::Error::other)?,
     };
-    let mut files: Vec<(&str, &[u8])> = extra.to_vec();
+    let mut files: Vec<(&str, Body<'_>)> =
+        extra.iter().map(|&(n, b)| (n, Body::Bytes(b))).collect();
     if format == Format::Both {
-        let csv = results.files_with(None, &summary);
+        let csv = results.files_with(None, &summary)?;
         files.extend(&csv[..csv.len() - 1]);
     }
     files.extend(match format {
-        Format::Csv => results.files_with(None, &summary),
-        Format::Parquet | Format::Both => results.files_with(Some(&parquet), &summary),
+        Format::Csv => results.files_with(None, &summary)?,
+        Format::Parquet | Format::Both => results.files_with(Some(&parquet), &summary)?,
     });
-    dcsim::metrics::commit_dir(dir, &files)
+    dcsim::metrics::commit_files(dir, &files)
 }
 
 /// A table of JSON rows (a sweep's index) with a column per `header` entry, typed from its

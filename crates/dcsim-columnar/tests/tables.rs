@@ -131,7 +131,7 @@ fn tables_and_parquet_equal_the_csv_files_tcp_with_timeseries() {
             "output.timeseries.ports=[\"sw->h0\"]",
         ],
     );
-    assert!(r.samples.as_ref().is_some_and(|s| !s.is_empty()));
+    assert!(r.samples().unwrap().is_some_and(|s| !s.is_empty()));
     assert_eq!(r.flow_counter_columns(), ["timeouts"]);
     check_run(&r, &dir);
     std::fs::remove_dir_all(&dir).ok();

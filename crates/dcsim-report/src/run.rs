@@ -17,9 +17,12 @@ const MAX_SERIES: usize = 8;
 /// completed: the FCT distribution and slowdown per size bucket) and `links` (utilization
 /// and queues per link tier). `flows` limits the time panels to those flows (all sampled
 /// ones when empty).
-pub fn run_plots(r: &Results, flows: &[u32]) -> Vec<Plot> {
+///
+/// # Errors
+/// The run's time series cannot be read.
+pub fn run_plots(r: &Results, flows: &[u32]) -> std::io::Result<Vec<Plot>> {
     let mut plots = Vec::new();
-    if let Some(samples) = r.samples.as_ref().filter(|s| !s.is_empty()) {
+    if let Some(samples) = r.samples()?.as_ref().filter(|s| !s.is_empty()) {
         // kind -> id -> points
         let mut by_kind: BTreeMap<&str, BTreeMap<String, Points>> = BTreeMap::new();
         for s in samples {
@@ -174,7 +177,7 @@ pub fn run_plots(r: &Results, flows: &[u32]) -> Vec<Plot> {
             ],
         });
     }
-    plots
+    Ok(plots)
 }
 
 /// Reads the run in `dir`, writes its plot specifications into `dir/plots` and draws them;
@@ -185,7 +188,7 @@ pub fn run_plots(r: &Results, flows: &[u32]) -> Vec<Plot> {
 pub fn plot_run(dir: &Path, flows: &[u32]) -> Result<(Vec<Plot>, bool), String> {
     let r = Results::load(dir)
         .map_err(|e| format!("{}: not a run's results folder: {e}", dir.display()))?;
-    let plots = run_plots(&r, flows);
+    let plots = run_plots(&r, flows).map_err(|e| format!("{}: {e}", dir.display()))?;
     let out = dir.join("plots");
     for p in &plots {
         write_spec(&out, p).map_err(|e| format!("cannot write {}: {e}", out.display()))?;

@@ -144,6 +144,10 @@ impl Ctx {
                     }
                     scenario.flows.extend(s.extra_flows.iter().copied());
                     let mut world = World::new(scenario).map_err(|e| e.to_string())?;
+                    let runs = out.join("runs");
+                    std::fs::create_dir_all(&runs)
+                        .map_err(|e| format!("{}: {e}", runs.display()))?;
+                    world.spill_time_series_beside(&dir);
                     world.run(&mut |_| {});
                     let r = Results::collect(&mut world);
                     // The scenario and the results replace the run's folder together
@@ -203,12 +207,27 @@ impl Ctx {
 /// Time series of `kind` from a run's samples, by id: `(time in µs, value)`.
 pub fn series(r: &Results, kind: &str) -> BTreeMap<String, Vec<(f64, f64)>> {
     let mut m: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for s in r.samples.iter().flatten().filter(|s| s.kind == kind) {
+    for s in samples(r).iter().filter(|s| s.kind == kind) {
         m.entry(s.id.clone())
             .or_default()
             .push((s.time_ns as f64 / 1e3, s.value));
     }
     m
+}
+
+/// A run's time series, read back from its file; a file that cannot be read is said on
+/// stderr and gives no samples (the figure then lacks the series; the run's other results
+/// stand).
+pub fn samples(r: &Results) -> Vec<dcsim::metrics::SampleRow> {
+    r.samples()
+        .unwrap_or_else(|e| {
+            eprintln!(
+                "warning: {}: {e}",
+                r.summary["scenario"].as_str().unwrap_or("run")
+            );
+            None
+        })
+        .unwrap_or_default()
 }
 
 /// A [`Series`] from `(x, y)` pairs.

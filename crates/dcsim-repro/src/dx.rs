@@ -107,10 +107,8 @@ fn scheme_scenario(s: Scheme, n: usize, gbps: u64, warm_ms: u64, dur_ms: u64) ->
 /// Queueing delays of the bottleneck's samples in the window, µs, sorted.
 fn delays_us(r: &Results, gbps: u64) -> Vec<f64> {
     let from = r.summary["window_start_ns"].as_u64().unwrap_or(0);
-    let mut d: Vec<f64> = r
-        .samples
+    let mut d: Vec<f64> = crate::common::samples(r)
         .iter()
-        .flatten()
         .filter(|s| s.kind == "queue_bytes" && s.id == BOTTLENECK && s.time_ns >= from)
         .map(|s| s.value * 8.0 / (gbps as f64 * 1e3))
         .collect();

@@ -506,6 +506,7 @@ pub fn run_point(
     text.push(b'\n');
     let results = catch_unwind(AssertUnwindSafe(|| -> Result<Results, String> {
         let mut world = World::new(scenario).map_err(|e| e.to_string())?;
+        world.spill_time_series_beside(&dir);
         world.run(&mut |_| {});
         Ok(Results::collect(&mut world))
     }))

@@ -304,10 +304,16 @@ impl Flows {
     /// (`cwnd_bytes`, `alpha` for TCP; `credit_rate_gbps`, `w` for ExpressPass).
     pub fn sample(&self, f: FlowId) -> Vec<(&'static str, f64)> {
         let mut out = Vec::new();
-        if let Some(c) = self.flows[f.index()].conn.as_deref() {
-            with_pair!(c, |p| p.sample(&mut out));
-        }
+        self.sample_into(f, &mut out);
         out
+    }
+
+    /// [`Flows::sample`] into `out` (cleared first), for a caller that keeps the buffer.
+    pub fn sample_into(&self, f: FlowId, out: &mut Vec<(&'static str, f64)>) {
+        out.clear();
+        if let Some(c) = self.flows[f.index()].conn.as_deref() {
+            with_pair!(c, |p| p.sample(out));
+        }
     }
     /// Flows whose receiver has every byte.
     pub fn completed(&self) -> u64 {

@@ -1,12 +1,15 @@
 //! Results of a run: the rows of flows.csv, ports.csv and timeseries.csv and the summary,
 //! and writing them atomically. Schemas are documented in `docs/output.md`.
 
+use std::fs;
 use std::io;
 use std::path::Path;
 
 use dcsim_engine::Time;
 use dcsim_metrics::analysis::{BucketStats, FlowSample, TierStats, bucket_stats, tier_stats};
-use dcsim_metrics::{Distribution, FlowRow, PortRow, SampleRow, commit_dir, digest, jain, to_csv};
+use dcsim_metrics::{
+    Body, Distribution, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain, to_csv,
+};
 use dcsim_net::{Class, FlowId, PortId};
 use dcsim_transport::TransportSpec;
 use serde_json::{Value, json};
@@ -19,8 +22,6 @@ pub struct Results {
     pub flows: Vec<FlowRow>,
     /// One row per port (both directions of every link), counters over the window.
     pub ports: Vec<PortRow>,
-    /// Periodic samples, if asked for.
-    pub samples: Option<Vec<SampleRow>>,
     /// FCT and slowdown of the measured flows by size bucket (`buckets.csv`).
     pub buckets: Vec<BucketStats>,
     /// Port statistics by link tier (`tiers.csv`).
@@ -29,7 +30,9 @@ pub struct Results {
     pub summary: Value,
     flows_csv: Vec<u8>,
     ports_csv: Vec<u8>,
-    samples_csv: Option<Vec<u8>>,
+    /// timeseries.csv if sampled: spilled to disk during the run, or the file read back;
+    /// or why it could not be written.
+    timeseries: Option<io::Result<fs::File>>,
     buckets_csv: Vec<u8>,
     tiers_csv: Vec<u8>,
 }
@@ -103,7 +106,6 @@ const TIER_HEADER: &[&str] = &[
     "credit_drops",
     "ecn_marks",
 ];
-const SAMPLE_HEADER: &[&str] = &["time_ns", "kind", "id", "value"];
 
 impl Results {
     /// Collects the results of a world that has run.
@@ -256,19 +258,23 @@ impl Results {
         let occupancy = queue_occupancy(world);
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
         let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
-        let samples = world.sampler.as_mut().map(|s| std::mem::take(&mut s.rows));
+        let mut timeseries = world.sampler.as_mut().map(|s| s.spill.finish());
         let flows_csv = flows_csv(&flow_rows, &cells, &columns);
         let ports_csv = to_csv(&port_rows, PORT_HEADER).expect("in-memory CSV cannot fail");
-        let samples_csv = samples
-            .as_ref()
-            .map(|s| to_csv(s, SAMPLE_HEADER).expect("in-memory CSV cannot fail"));
-        let dig = digest(&[
-            &flows_csv,
-            &ports_csv,
-            samples_csv.as_deref().unwrap_or(&[]),
-            &buckets_csv,
-            &tiers_csv,
-        ]);
+        let mut dig = Fnv::default();
+        dig.update(&flows_csv);
+        dig.update(&ports_csv);
+        if let Some(Ok(f)) = &timeseries
+            && let Err(e) = Body::File(f).for_each_chunk(|c| {
+                dig.update(c);
+                Ok(())
+            })
+        {
+            timeseries = Some(Err(e));
+        }
+        dig.update(&buckets_csv);
+        dig.update(&tiers_csv);
+        let dig = dig.finish();
         let fct = Distribution::of(&mut fct_us);
         let sd = Distribution::of(&mut slowdowns);
         let pool = &world.pool;
@@ -339,13 +345,12 @@ impl Results {
         Self {
             flows: flow_rows,
             ports: port_rows,
-            samples,
             buckets,
             tiers,
             summary,
             flows_csv,
             ports_csv,
-            samples_csv,
+            timeseries,
             buckets_csv,
             tiers_csv,
         }
@@ -363,9 +368,10 @@ impl Results {
     /// the scenario that produced it.
     pub fn write_with(&self, dir: &Path, extra: &[(&str, &[u8])]) -> io::Result<()> {
         let js = self.summary_json()?;
-        let mut files: Vec<(&str, &[u8])> = extra.to_vec();
-        files.extend(self.files_with(None, &js));
-        commit_dir(dir, &files)
+        let mut files: Vec<(&str, Body<'_>)> =
+            extra.iter().map(|&(n, b)| (n, Body::Bytes(b))).collect();
+        files.extend(self.files_with(None, &js)?);
+        commit_files(dir, &files)
     }
 
     /// Reads the results a run wrote into `dir` (see [`Results::write`]): the rows, the
@@ -375,7 +381,7 @@ impl Results {
     /// # Errors
     /// A missing or malformed file (summary.json missing means the run is incomplete).
     pub fn load(dir: &Path) -> io::Result<Self> {
-        let read = |name: &str| std::fs::read(dir.join(name));
+        let read = |name: &str| fs::read(dir.join(name));
         let bad = |name: &str, e: &dyn std::fmt::Display| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -392,25 +398,21 @@ impl Results {
         let ports_csv = read("ports.csv")?;
         let buckets_csv = read("buckets.csv")?;
         let tiers_csv = read("tiers.csv")?;
-        let samples_csv = match read("timeseries.csv") {
-            Ok(b) => Some(b),
+        let timeseries = match fs::File::open(dir.join("timeseries.csv")) {
+            Ok(f) => Some(Ok(f)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),
         };
         Ok(Self {
             flows,
             ports: rows(&ports_csv).map_err(|e| bad("ports.csv", &e))?,
-            samples: match &samples_csv {
-                Some(b) => Some(rows(b).map_err(|e| bad("timeseries.csv", &e))?),
-                None => None,
-            },
             buckets: dcsim_metrics::analysis::read_bucket_csv(&buckets_csv)
                 .map_err(|e| bad("buckets.csv", &e))?,
             tiers: rows(&tiers_csv).map_err(|e| bad("tiers.csv", &e))?,
             summary,
             flows_csv,
             ports_csv,
-            samples_csv,
+            timeseries,
             buckets_csv,
             tiers_csv,
         })
@@ -428,30 +430,61 @@ impl Results {
             .collect()
     }
 
-    /// The files a run writes, as (name, bytes), summary.json last: the CSV files, or the
-    /// files given instead of them (`dcsim run --format parquet`).
+    /// The files a run writes, as (name, content), summary.json last: the CSV files, or
+    /// the files given instead of them (`dcsim run --format parquet`).
+    ///
+    /// # Errors
+    /// The time series could not be written to its temporary file during the run.
     pub fn files_with<'a>(
         &'a self,
         tables: Option<&'a [(&'a str, Vec<u8>)]>,
         summary: &'a [u8],
-    ) -> Vec<(&'a str, &'a [u8])> {
-        let mut files: Vec<(&str, &[u8])> = match tables {
-            Some(t) => t.iter().map(|(n, b)| (*n, &b[..])).collect(),
+    ) -> io::Result<Vec<(&'a str, Body<'a>)>> {
+        let mut files: Vec<(&str, Body<'_>)> = match tables {
+            Some(t) => t.iter().map(|(n, b)| (*n, Body::Bytes(b))).collect(),
             None => {
                 let mut f = vec![
-                    ("flows.csv", &self.flows_csv[..]),
-                    ("ports.csv", &self.ports_csv[..]),
-                    ("buckets.csv", &self.buckets_csv[..]),
-                    ("tiers.csv", &self.tiers_csv[..]),
+                    ("flows.csv", Body::Bytes(&self.flows_csv)),
+                    ("ports.csv", Body::Bytes(&self.ports_csv)),
+                    ("buckets.csv", Body::Bytes(&self.buckets_csv)),
+                    ("tiers.csv", Body::Bytes(&self.tiers_csv)),
                 ];
-                if let Some(t) = &self.samples_csv {
-                    f.push(("timeseries.csv", &t[..]));
+                if let Some(t) = self.timeseries_file()? {
+                    f.push(("timeseries.csv", Body::File(t)));
                 }
                 f
             }
         };
-        files.push(("summary.json", summary));
-        files
+        files.push(("summary.json", Body::Bytes(summary)));
+        Ok(files)
+    }
+
+    /// timeseries.csv, if the run sampled (an open file, read by position).
+    ///
+    /// # Errors
+    /// The time series could not be written to its temporary file during the run.
+    pub fn timeseries_file(&self) -> io::Result<Option<&fs::File>> {
+        match &self.timeseries {
+            None => Ok(None),
+            Some(Ok(f)) => Ok(Some(f)),
+            Some(Err(e)) => Err(io::Error::new(e.kind(), e.to_string())),
+        }
+    }
+
+    /// The rows of timeseries.csv, read from disk (they are not kept in memory: a time
+    /// series can be larger than memory), or `None` if the run did not sample.
+    ///
+    /// # Errors
+    /// The file could not be written or read back.
+    pub fn samples(&self) -> io::Result<Option<Vec<SampleRow>>> {
+        let Some(f) = self.timeseries_file()? else {
+            return Ok(None);
+        };
+        csv::Reader::from_reader(Body::File(f).reader())
+            .deserialize()
+            .collect::<Result<Vec<SampleRow>, _>>()
+            .map(Some)
+            .map_err(|e| io::Error::other(format!("timeseries.csv: {e}")))
     }
 
     /// summary.json as written: pretty JSON with a final newline.

@@ -1,11 +1,11 @@
 //! The world: every component of one simulation, owned in one place, and the event loop.
 
-use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
 use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Scheduler, Time, splitmix};
-use dcsim_metrics::SampleRow;
+use dcsim_metrics::SampleSpill;
 use dcsim_metrics::maxmin::{MaxMin, Slot};
 use dcsim_net::{
     FlowId, HostId, NetCx, NetEvent, Network, PacketId, PacketPool, PortId, PortStats, RouteId,
@@ -97,7 +97,11 @@ pub(crate) struct Sampler {
     pub cwnd: bool,
     pub ports: Vec<(PortId, String)>,
     pub last_bytes: Vec<u64>,
-    pub rows: Vec<SampleRow>,
+    /// The rows, on disk as they are taken.
+    pub spill: SampleSpill,
+    /// Scratch for a flow's number and its transport's samples.
+    id: String,
+    values: Vec<(&'static str, f64)>,
 }
 
 pub(crate) struct Window {
@@ -319,7 +323,9 @@ impl World {
                 flows: flow_ids,
                 cwnd: ts.cwnd,
                 ports,
-                rows: Vec::new(),
+                spill: SampleSpill::new(None),
+                id: String::new(),
+                values: Vec::new(),
             }
         });
         let n_ports = net.ports().len();
@@ -744,6 +750,22 @@ impl World {
             .collect();
     }
 
+    /// Puts the time series' temporary file in `dir` (by default the system's temporary
+    /// folder, which may be in memory): the command line puts it beside the results.
+    /// Call before the run.
+    pub fn spill_time_series_in(&mut self, dir: &std::path::Path) {
+        if let Some(s) = self.sampler.as_mut() {
+            s.spill = SampleSpill::new(Some(dir.to_path_buf()));
+        }
+    }
+
+    /// [`World::spill_time_series_in`] the folder that will hold the results folder
+    /// `out`, so the time series is on the results' disk.
+    pub fn spill_time_series_beside(&mut self, out: &std::path::Path) {
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+        self.spill_time_series_in(parent.unwrap_or(std::path::Path::new(".")));
+    }
+
     fn sample(&mut self, now: Time) {
         let Some(s) = self.sampler.as_mut() else {
             return;
@@ -762,33 +784,21 @@ impl World {
                 continue;
             }
             let b = self.flows.delivered_bytes(f);
-            let id = f.0.to_string();
-            s.rows.push(SampleRow {
-                time_ns: t,
-                kind: Cow::Borrowed("throughput_gbps"),
-                id: id.clone(),
-                value: (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9,
-            });
+            s.id.clear();
+            let _ = write!(s.id, "{}", f.0);
+            let gbps = (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9;
+            s.spill.push(t, "throughput_gbps", &s.id, gbps);
             s.last_bytes[k] = b;
             if s.cwnd {
-                for (kind, value) in self.flows.sample(f) {
-                    s.rows.push(SampleRow {
-                        time_ns: t,
-                        kind: Cow::Borrowed(kind),
-                        id: id.clone(),
-                        value,
-                    });
+                self.flows.sample_into(f, &mut s.values);
+                for &(kind, value) in &s.values {
+                    s.spill.push(t, kind, &s.id, value);
                 }
             }
         }
         for (p, label) in &s.ports {
             let q = self.net.backlog_bytes_at(*p, now, &mut self.pool);
-            s.rows.push(SampleRow {
-                time_ns: t,
-                kind: Cow::Borrowed("queue_bytes"),
-                id: label.clone(),
-                value: q as f64,
-            });
+            s.spill.push(t, "queue_bytes", label, q as f64);
         }
         let next = now + s.every;
         // In a drained run, stop sampling once nothing else is left to happen.

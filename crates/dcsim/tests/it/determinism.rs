@@ -81,8 +81,11 @@ fn written_results_load_back_unchanged() {
     assert_eq!(format!("{:?}", l.ports), format!("{:?}", r.ports));
     assert_eq!(format!("{:?}", l.buckets), format!("{:?}", r.buckets));
     assert_eq!(format!("{:?}", l.tiers), format!("{:?}", r.tiers));
-    assert!(r.samples.as_ref().is_some_and(|s| !s.is_empty()));
-    assert_eq!(format!("{:?}", l.samples), format!("{:?}", r.samples));
+    assert!(r.samples().unwrap().is_some_and(|s| !s.is_empty()));
+    assert_eq!(
+        format!("{:?}", l.samples().unwrap()),
+        format!("{:?}", r.samples().unwrap())
+    );
     assert_eq!(l.digest(), r.digest());
 }
 

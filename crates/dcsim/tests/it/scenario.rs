@@ -8,8 +8,9 @@ const PKT: f64 = 1538.0;
 /// Median of the bottleneck's sampled queue, bytes.
 fn median_queue(r: &dcsim::Results, port: &str) -> f64 {
     let mut q: Vec<f64> = r
-        .samples
-        .iter()
+        .samples()
+        .unwrap()
+        .into_iter()
         .flatten()
         .filter(|s| s.kind == "queue_bytes" && s.id == port)
         .map(|s| s.value)
@@ -98,8 +99,9 @@ fn rcp_flows_share_equally_within_a_few_rtts_of_a_join() {
     let r = run("scenarios/rcp-dumbbell.toml", &[]);
     let mut bins: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
     for s in r
-        .samples
-        .iter()
+        .samples()
+        .unwrap()
+        .into_iter()
         .flatten()
         .filter(|s| s.kind == "throughput_gbps")
     {
@@ -252,10 +254,10 @@ fn dctcp_queue_sawtooth_matches_the_fluid_model() {
         &["output.timeseries.every=5us", "sim.duration=200ms"],
     );
     let mut q: Vec<f64> = r
-        .samples
-        .as_deref()
+        .samples()
+        .unwrap()
         .expect("the scenario samples its bottleneck")
-        .iter()
+        .into_iter()
         .filter(|t| t.kind == "queue_bytes" && t.id == "left->right" && t.time_ns > 100_000_000)
         .map(|t| t.value / PKT)
         .collect();
@@ -927,10 +929,10 @@ fn sampling_a_generator_flow_before_it_starts_waits_for_it() {
         ],
     );
     let rows: Vec<_> = r
-        .samples
-        .as_ref()
+        .samples()
+        .unwrap()
         .expect("a time series")
-        .iter()
+        .into_iter()
         .filter(|s| s.kind == "throughput_gbps")
         .collect();
     assert!(!rows.is_empty() && rows.iter().all(|s| s.id == "20"));
