@@ -322,7 +322,7 @@ impl RowsOf for Flows<'_> {
                     .0
                     .flows
                     .iter()
-                    .map(|r| r.counters.get(c).copied())
+                    .map(|r| r.counters.get(c))
                     .collect();
                 Arc::new(a) as ArrayRef
             })

@@ -59,7 +59,54 @@ pub struct FlowRow {
     /// `credits_wasted` for ExpressPass): the columns after `measured`, one per counter
     /// of every transport the run uses, empty for flows of other transports.
     #[serde(skip)]
-    pub counters: std::collections::BTreeMap<String, u64>,
+    pub counters: Counters,
+}
+
+/// A flow's transport counters by name, in its transport's order: a short list (one or
+/// two entries), kept inline with names borrowed where they are static, since a run holds
+/// one per flow.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters(Vec<(Cow<'static, str>, u64)>);
+
+impl Counters {
+    /// Room for `n` counters.
+    pub fn with_capacity(n: usize) -> Self {
+        Self(Vec::with_capacity(n))
+    }
+
+    /// Sets counter `name` (appended if new).
+    pub fn insert(&mut self, name: impl Into<Cow<'static, str>>, v: u64) {
+        let name = name.into();
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some(e) => e.1 = v,
+            None => self.0.push((name, v)),
+        }
+    }
+
+    /// The value of counter `name`, if the flow's transport has it.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.0.iter().find(|(n, _)| n == name).map(|e| e.1)
+    }
+
+    /// Whether the flow's transport has counter `name`.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// (name, value) in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.0.iter().map(|(n, v)| (&**n, *v))
+    }
+}
+
+impl std::ops::Index<&str> for Counters {
+    type Output = u64;
+    fn index(&self, name: &str) -> &u64 {
+        match self.0.iter().find(|(n, _)| n == name) {
+            Some((_, v)) => v,
+            None => panic!("no counter {name:?}"),
+        }
+    }
 }
 
 /// One row of `ports.csv` (counters over the measurement window).

@@ -8,7 +8,7 @@ use std::path::Path;
 use dcsim_engine::Time;
 use dcsim_metrics::analysis::{BucketStats, FlowSample, TierStats, bucket_stats, tier_stats};
 use dcsim_metrics::{
-    Body, Distribution, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain, to_csv,
+    Body, Counters, Distribution, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain, to_csv,
 };
 use dcsim_net::{Class, FlowId, PortId};
 use dcsim_transport::TransportSpec;
@@ -125,7 +125,6 @@ impl Results {
         let (from, until) = measured_window(world);
         let mut long_lived = Vec::new();
         let columns = counter_columns(flows_t.transports());
-        let mut cells: Vec<Vec<Option<u64>>> = Vec::with_capacity(flows_t.len());
         let mut totals: serde_json::Map<String, Value> = serde_json::Map::new();
         for i in 0..flows_t.len() {
             let f = FlowId::new(i);
@@ -162,27 +161,18 @@ impl Results {
                 long_lived.push(goodput);
             }
             let transport = &flows_t.transports()[spec.transport as usize];
-            let mut counters = std::collections::BTreeMap::new();
-            let row_cells = columns
-                .iter()
-                .map(|&(kind, name)| {
-                    if kind != transport.name() {
-                        return None;
-                    }
-                    let k = transport.flow_counters().iter().position(|&c| c == name)?;
-                    let v = rec.counters[k];
-                    counters.insert(name.to_string(), v);
-                    let total = totals
-                        .entry(kind)
-                        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-                    if let Value::Object(m) = total {
-                        let t = m.entry(name).or_insert(Value::from(0u64));
-                        *t = Value::from(t.as_u64().unwrap_or(0) + v);
-                    }
-                    Some(v)
-                })
-                .collect();
-            cells.push(row_cells);
+            let mut counters = Counters::with_capacity(transport.flow_counters().len());
+            for (k, &name) in transport.flow_counters().iter().enumerate() {
+                let v = rec.counters[k];
+                counters.insert(name, v);
+                let total = totals
+                    .entry(transport.name())
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(m) = total {
+                    let t = m.entry(name).or_insert(Value::from(0u64));
+                    *t = Value::from(t.as_u64().unwrap_or(0) + v);
+                }
+            }
             flow_rows.push(FlowRow {
                 flow_id: f.0,
                 src: spec.src.0,
@@ -259,7 +249,13 @@ impl Results {
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
         let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
         let mut timeseries = world.sampler.as_mut().map(|s| s.spill.finish());
-        let flows_csv = flows_csv(&flow_rows, &cells, &columns);
+        let kinds: Vec<&str> = (0..flow_rows.len())
+            .map(|i| {
+                let t = world.flows.spec(FlowId::new(i)).transport as usize;
+                world.flows.transports()[t].name()
+            })
+            .collect();
+        let flows_csv = flows_csv(&flow_rows, &kinds, &columns);
         let ports_csv = to_csv(&port_rows, PORT_HEADER).expect("in-memory CSV cannot fail");
         let mut dig = Fnv::default();
         dig.update(&flows_csv);
@@ -575,8 +571,9 @@ fn counter_columns(transports: &[TransportSpec]) -> Vec<(&'static str, &'static 
     out
 }
 
-/// `flows.csv`: the fixed columns, then one column per transport counter.
-fn flows_csv(rows: &[FlowRow], cells: &[Vec<Option<u64>>], columns: &[(&str, &str)]) -> Vec<u8> {
+/// `flows.csv`: the fixed columns, then one column per transport counter, filled for the
+/// flows of that transport (`kinds`: each row's transport kind).
+fn flows_csv(rows: &[FlowRow], kinds: &[&str], columns: &[(&str, &str)]) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new()
         .has_headers(false)
         .from_writer(Vec::new());
@@ -586,8 +583,15 @@ fn flows_csv(rows: &[FlowRow], cells: &[Vec<Option<u64>>], columns: &[(&str, &st
         .chain(columns.iter().map(|c| c.1));
     let ok = "in-memory CSV cannot fail";
     w.write_record(header).expect(ok);
-    for (r, c) in rows.iter().zip(cells) {
-        w.serialize((r, c)).expect(ok);
+    let mut cells: Vec<Option<u64>> = Vec::with_capacity(columns.len());
+    for (r, &kind) in rows.iter().zip(kinds) {
+        cells.clear();
+        cells.extend(
+            columns
+                .iter()
+                .map(|&(k, name)| if k == kind { r.counters.get(name) } else { None }),
+        );
+        w.serialize((r, &cells)).expect(ok);
     }
     w.into_inner().expect(ok)
 }
