@@ -131,6 +131,8 @@ pub struct PacketFormat {
 pub struct Needs {
     /// Both directions of a flow must cross the same links, in reverse; why.
     pub symmetric_routes: Option<&'static str>,
+    /// Every flow must keep one route (no per-packet spraying); why.
+    pub flow_routes: Option<&'static str>,
     /// What every switch port must do, and why.
     pub switch_ports: Option<(PortFeatures, &'static str)>,
     /// What every host NIC must do, and why.
@@ -149,6 +151,7 @@ impl Needs {
         };
         Self {
             symmetric_routes: self.symmetric_routes.or(other.symmetric_routes),
+            flow_routes: self.flow_routes.or(other.flow_routes),
             switch_ports: ports(self.switch_ports, other.switch_ports),
             nics: ports(self.nics, other.nics),
             telemetry: self.telemetry | other.telemetry,

@@ -39,7 +39,10 @@ impl Transport for Ideal {
     type Host = ();
 
     fn needs(_cfg: &IdealConfig) -> Needs {
-        Needs::default()
+        Needs {
+            flow_routes: Some("the oracle shares each link among the flows whose route crosses it"),
+            ..Needs::default()
+        }
     }
     fn packet_format(_cfg: &IdealConfig) -> PacketFormat {
         PacketFormat {

@@ -237,6 +237,7 @@ impl Transport for Xpass {
     fn needs(_cfg: &XpassConfig) -> Needs {
         Needs {
             symmetric_routes: Some("data must take the reverse path of its credits"),
+            flow_routes: None,
             switch_ports: Some((
                 PortFeatures::CREDIT_SHAPING,
                 "credits must be rate-limited at every hop",

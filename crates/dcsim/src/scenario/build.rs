@@ -335,6 +335,14 @@ fn check_needs(t: &TransportSpec, spec: &ScenarioSpec) -> Result<(), String> {
             "routing.mode: {name} needs \"symmetric-ecmp\" ({why})"
         ));
     }
+    if let Some(why) = needs.flow_routes
+        && spec.routing.mode == dcsim_net::RoutingMode::Spray
+    {
+        return Err(format!(
+            "routing.mode: {name} needs one route per flow, \"ecmp\" or \"symmetric-ecmp\", \
+             not \"spray\" ({why})"
+        ));
+    }
     for (key, ports, need) in [
         ("queue", "switch ports", needs.switch_ports),
         ("nic", "host NICs", needs.nics),
@@ -590,6 +598,16 @@ mod tests {
                 .starts_with("queue.kind: expresspass needs credit shaping"),
             "{e}"
         );
+        // The oracle paces each flow over its one route; sprayed packets have none (this
+        // once panicked at the first flow's start, found by the structured fuzzer).
+        let ideal = BASE.replace("[[flows]]", "[transport]\nkind = \"ideal\"\n[[flows]]");
+        let e = build(&ideal, &["routing.mode=spray"]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("routing.mode: ideal needs one route per flow"),
+            "{e}"
+        );
+        assert!(build(&ideal, &["routing.mode=ecmp"]).is_ok());
         // HULL's marks come from phantom queues; an ECN queue alone was accepted before.
         let hull = BASE.replace(
             "[[flows]]",
