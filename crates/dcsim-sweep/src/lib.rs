@@ -27,6 +27,9 @@ pub use index::{Column, HEADLINE, Index, cell};
 pub use plots::plot_against;
 pub use point::{Axis, SEED_PATH, cross, folder_name, labels, parse_axes, sanitize};
 
+/// The most runs one sweep plans (each holds its scenario until it has run).
+pub const MAX_RUNS: u64 = 1_000_000;
+
 /// Why a sweep cannot start or finish.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SweepError {
@@ -213,6 +216,24 @@ impl Plan {
                 ));
             }
             _ => {}
+        }
+        // Every run is planned (a scenario and a folder name each) before any runs: refuse a
+        // sweep too large to plan, before planning it.
+        let points = axes
+            .iter()
+            .try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64))
+            .and_then(|n| n.checked_mul(spec.seeds.unwrap_or(1)));
+        if points.is_none_or(|n| n > MAX_RUNS) {
+            let mut factors: Vec<String> = axes
+                .iter()
+                .map(|a| format!("{} values of {}", a.values.len(), a.path))
+                .collect();
+            factors.push(format!("{} seeds", spec.seeds.unwrap_or(1)));
+            return Err(SweepError::new(format!(
+                "{} runs ({}): at most {MAX_RUNS} in one sweep; split it into several sweeps",
+                points.map_or("more than 2^64".to_string(), |n| n.to_string()),
+                factors.join(" x ")
+            )));
         }
         let mut header: Vec<&str> = axes.iter().map(|a| a.path.as_str()).collect();
         header.extend(["seed", "status", "run"]);

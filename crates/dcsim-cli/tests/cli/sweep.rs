@@ -226,6 +226,11 @@ fn sweep_bad_arguments_exit_2_and_name_the_value() {
         ),
         (&["--vary", "transport.ccc=reno"], "unknown field `ccc`"),
         (&["--seeds", "0"], "--seeds 0"),
+        // Planned before anything runs: refused at once, not after minutes of planning.
+        (
+            &["--seeds", "100000000"],
+            "100000000 runs (100000000 seeds): at most 1000000 in one sweep",
+        ),
         (
             &["--column", "x=fct_us"],
             "--column x=fct_us: a JSON pointer",

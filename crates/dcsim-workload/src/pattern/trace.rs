@@ -10,7 +10,7 @@
 //! memory stays flat however long the trace.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use dcsim_engine::Dur;
@@ -175,6 +175,9 @@ struct Row {
 /// crate: it skips blank lines without counting them, so errors after a blank line named
 /// the wrong line (tried 2026-11-25; `malformed_traces_name_the_line`), and it has no
 /// comment after data on a line; rows here are plain numbers without quoting.
+/// The longest line a trace may have (a row is four numbers and a comment).
+const MAX_LINE_BYTES: usize = 4096;
+
 struct Rows {
     name: String,
     reader: BufReader<File>,
@@ -200,14 +203,22 @@ impl Rows {
     fn next_row(&mut self) -> Result<Option<(usize, Row)>, String> {
         loop {
             self.buf.clear();
-            let n = self
-                .reader
+            // A line is read up to a bound, so a file without line ends (/dev/zero) is an
+            // error at once rather than a line as long as memory.
+            let n = (&mut self.reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
                 .read_line(&mut self.buf)
                 .map_err(|e| format!("{}:{}: cannot read: {e}", self.name, self.line + 1))?;
             if n == 0 {
                 return Ok(None);
             }
             self.line += 1;
+            if n > MAX_LINE_BYTES {
+                return Err(format!(
+                    "{}:{}: a line longer than {MAX_LINE_BYTES} bytes; is this a trace file?",
+                    self.name, self.line
+                ));
+            }
             let at = |reason: String| format!("{}:{}: {reason}", self.name, self.line);
             let content = self.buf.split('#').next().unwrap_or_default().trim();
             if content.is_empty() {
@@ -358,5 +369,14 @@ mod tests {
             .source(&SourceCx::new(4, &rng, 0))
             .unwrap_err();
         assert!(e.contains("/no/such/trace.csv: cannot read"), "{e}");
+        // A file without line ends is refused at its first 4 KB, not read into memory
+        // whole (the check once ran out of memory on /dev/zero).
+        let e = spec(Path::new("/dev/zero"))
+            .source(&SourceCx::new(4, &rng, 0))
+            .unwrap_err();
+        assert!(
+            e.contains("/dev/zero:1: a line longer than 4096 bytes"),
+            "{e}"
+        );
     }
 }
