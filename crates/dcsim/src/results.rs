@@ -586,11 +586,13 @@ fn flows_csv(rows: &[FlowRow], kinds: &[&str], columns: &[(&str, &str)]) -> Vec<
     let mut cells: Vec<Option<u64>> = Vec::with_capacity(columns.len());
     for (r, &kind) in rows.iter().zip(kinds) {
         cells.clear();
-        cells.extend(
-            columns
-                .iter()
-                .map(|&(k, name)| if k == kind { r.counters.get(name) } else { None }),
-        );
+        cells.extend(columns.iter().map(|&(k, name)| {
+            if k == kind {
+                r.counters.get(name)
+            } else {
+                None
+            }
+        }));
         w.serialize((r, &cells)).expect(ok);
     }
     w.into_inner().expect(ok)

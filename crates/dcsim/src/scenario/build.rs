@@ -89,15 +89,17 @@ impl ScenarioSpec {
                 )));
             }
         }
-        // Every flow's record stays in memory until the results are written (about 1 KB).
+        // Every flow's record stays in memory until the results are written, and its row
+        // is built then: at most 700 B a flow (README "Reliability"; validation/soak.py
+        // holds runs to it).
         if let Some(limit) = memory_limit()
-            && expected_flows * 1000.0 > limit as f64
+            && expected_flows * FLOW_BYTES > limit as f64
         {
             return Err(err(format!(
                 "generators: about {expected_flows:.3e} flows, which need about {:.1} GB \
-                 (1 KB each until the results are written), more than the {:.1} GB \
+                 (700 B each by the time the results are written), more than the {:.1} GB \
                  available; lower the load or set max_flows / until",
-                expected_flows * 1000.0 / 1e9,
+                expected_flows * FLOW_BYTES / 1e9,
                 limit as f64 / 1e9
             )));
         }
@@ -448,6 +450,9 @@ fn check_sim_times(sim: &SimSpec, flows: &[FlowSpec]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Memory per flow at the end of a run, bytes (the bound validation/soak.py checks).
+const FLOW_BYTES: f64 = 700.0;
 
 /// Checks `[output]` against the network and the number of explicit flows.
 /// The shortest sampling interval.
