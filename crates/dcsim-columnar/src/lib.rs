@@ -318,12 +318,7 @@ impl RowsOf for Flows<'_> {
         self.1
             .iter()
             .map(|c| {
-                let a: UInt64Array = self
-                    .0
-                    .flows
-                    .iter()
-                    .map(|r| r.counters.get(c))
-                    .collect();
+                let a: UInt64Array = self.0.flows.iter().map(|r| r.counters.get(c)).collect();
                 Arc::new(a) as ArrayRef
             })
             .collect()

@@ -288,8 +288,10 @@ pub fn to_csv<T: Serialize>(rows: &[T], header_if_empty: &[&str]) -> io::Result<
     w.into_inner().map_err(|e| io::Error::other(e.to_string()))
 }
 
-/// Writes `bytes` to `path` atomically (temporary file in the same directory, fsync,
-/// rename).
+/// Writes `bytes` to `path` atomically: into a temporary file beside it
+/// (`.NAME.PID.XXXXXX.tmp`, by tempfile, removed if anything fails), synced, then renamed
+/// over `path` (`persist`). Temporary files of `NAME` left by writers that were killed
+/// (their process is gone) are removed first.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path
         .parent()
@@ -299,17 +301,27 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .ok_or_else(|| io::Error::other("no file name"))?
         .to_string_lossy();
-    let tmp: PathBuf = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let r = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if r.is_err() {
-        let _ = fs::remove_file(&tmp);
+    let prefix = format!(".{name}.");
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let f = e.file_name().to_string_lossy().into_owned();
+            let pid = f
+                .strip_prefix(&prefix)
+                .filter(|rest| rest.ends_with(".tmp"))
+                .and_then(|rest| rest.split('.').next()?.parse::<u32>().ok());
+            if pid.is_some_and(|p| !alive(p)) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
     }
-    r
+    let mut f = tempfile::Builder::new()
+        .prefix(&format!("{prefix}{}.", std::process::id()))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    f.write_all(bytes)?;
+    f.as_file().sync_all()?;
+    f.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The manifest a committed results folder carries: every file's size and FNV-1a hash.
@@ -617,7 +629,11 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         let p = dir.join("x.csv");
         atomic_write(&p, b"one").unwrap();
+        // A killed writer's leftover (a pid above Linux's limit is never alive).
+        let dead = dir.join(format!(".x.csv.{}.a1b2c3.tmp", 4_194_304 + 7));
+        fs::write(&dead, b"half").unwrap();
         atomic_write(&p, b"two").unwrap();
+        assert!(!dead.exists(), "a dead writer's temporary file is removed");
         assert_eq!(fs::read(&p).unwrap(), b"two");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(&dir).unwrap();
