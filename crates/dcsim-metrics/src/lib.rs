@@ -9,7 +9,7 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use std::borrow::Cow;
 
@@ -553,7 +553,7 @@ fn remove_leftovers(parent: &Path, name: &str) {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    fn scratch(name: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("dcsim-commit-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
