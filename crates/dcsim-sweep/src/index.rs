@@ -181,40 +181,8 @@ impl Index {
             .iter()
             .map(|r| cols.iter().map(|c| text(r, c)).collect())
             .collect();
-        let width: Vec<usize> = cols
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                cells
-                    .iter()
-                    .map(|r| r[i].chars().count())
-                    .chain([c.chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |row: &[String]| -> String {
-            let mut s = String::new();
-            for (i, v) in row.iter().enumerate() {
-                let pad = width[i] - v.chars().count();
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                if i <= self.params || cols[i] == "status" {
-                    s.push_str(v);
-                    s.push_str(&" ".repeat(pad));
-                } else {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(v);
-                }
-            }
-            s.trim_end().to_string() + "\n"
-        };
-        let head: Vec<String> = cols.iter().map(|c| (*c).to_string()).collect();
-        let mut out = line(&head);
-        for r in &cells {
-            out += &line(r);
-        }
+        let left = |i: usize| i <= self.params || cols[i] == "status";
+        let mut out = dcsim::metrics::text_table(&cols, &cells, |i| !left(i));
         if self.rows.len() > shown.len() {
             out += &format!("… {} more rows\n", self.rows.len() - shown.len());
         }

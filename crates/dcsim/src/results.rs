@@ -540,22 +540,22 @@ impl Results {
                 .total_cmp(&a.utilization)
                 .then(a.port.cmp(&b.port))
         });
-        let mut out = format!(
-            "{:<22} {:>8} {:>12} {:>12} {:>8} {:>10}\n",
-            "port", "util", "avg_q_B", "max_q_B", "drops", "ecn_marks"
-        );
-        for p in rows.into_iter().take(n) {
-            out += &format!(
-                "{:<22} {:>7.1}% {:>12.0} {:>12} {:>8} {:>10}\n",
-                format!("{}->{}", p.node, p.peer),
-                p.utilization * 100.0,
-                p.avg_queue_bytes,
-                p.max_queue_bytes,
-                p.drops,
-                p.ecn_marks
-            );
-        }
-        out
+        let body: Vec<Vec<String>> = rows
+            .into_iter()
+            .take(n)
+            .map(|p| {
+                vec![
+                    format!("{}->{}", p.node, p.peer),
+                    format!("{:.1}%", p.utilization * 100.0),
+                    format!("{:.0}", p.avg_queue_bytes),
+                    p.max_queue_bytes.to_string(),
+                    p.drops.to_string(),
+                    p.ecn_marks.to_string(),
+                ]
+            })
+            .collect();
+        let header = ["port", "util", "avg_q_B", "max_q_B", "drops", "ecn_marks"];
+        dcsim_metrics::text_table(&header, &body, |i| i > 0)
     }
 }
 
