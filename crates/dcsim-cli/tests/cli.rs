@@ -489,6 +489,26 @@ fn plot_and_report_cover_runs_sweeps_and_reproductions() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = dcsim_without_matplotlib(&["plot", run.to_str().unwrap()]);
     assert!(o.status.success());
+    // A Parquet-only folder is named as such, not "no such file".
+    let pq = d.join("pq");
+    let o = dcsim(&[
+        "run",
+        "scenarios/dctcp-dumbbell.toml",
+        "--format",
+        "parquet",
+        "-q",
+        "--out",
+        pq.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for cmd in ["plot", "report"] {
+        let o = dcsim_without_matplotlib(&[cmd, pq.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("holds Parquet files only"),
+            "{cmd}: {err}"
+        );
+    }
     let spec = |name: &str| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(run.join("plots").join(name)).unwrap()).unwrap()
     };

@@ -186,8 +186,10 @@ pub fn run_plots(r: &Results, flows: &[u32]) -> std::io::Result<Vec<Plot>> {
 /// # Errors
 /// A folder that does not hold a run's CSV files, or a write that fails.
 pub fn plot_run(dir: &Path, flows: &[u32]) -> Result<(Vec<Plot>, bool), String> {
-    let r = Results::load(dir)
-        .map_err(|e| format!("{}: not a run's results folder: {e}", dir.display()))?;
+    let r = Results::load(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::Unsupported => e.to_string(),
+        _ => format!("{}: not a run's results folder: {e}", dir.display()),
+    })?;
     let plots = run_plots(&r, flows).map_err(|e| format!("{}: {e}", dir.display()))?;
     let out = dir.join("plots");
     for p in &plots {

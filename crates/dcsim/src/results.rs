@@ -386,6 +386,16 @@ impl Results {
         };
         let summary: Value =
             serde_json::from_slice(&read("summary.json")?).map_err(|e| bad("summary.json", &e))?;
+        if !dir.join("flows.csv").exists() && dir.join("flows.parquet").exists() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "{} holds Parquet files only (--format parquet); this reads the CSV \
+                     files: write the run with --format both or csv",
+                    dir.display()
+                ),
+            ));
+        }
         fn rows<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Vec<T>, csv::Error> {
             csv::Reader::from_reader(bytes).deserialize().collect()
         }
