@@ -205,34 +205,30 @@ impl Flows {
 
     /// Sets the oracle's rate of flow `f` (if it is still running) and wakes its sender.
     pub fn set_rate<S: Sched>(&mut self, f: FlowId, rate: Rate, cx: &mut FlowCx<'_, S>) {
-        let fl = &mut self.flows[f.index()];
-        let src = fl.spec.src;
-        let Some(conn) = fl.conn.as_deref_mut() else {
-            return;
-        };
-        with_pair!(conn, |p| p.shared.rate = Some(rate));
-        let stale = &mut self.stale_timers;
-        let progress = with_pair!(conn, self.hosts, src, |p, h| p.handle(
-            f,
-            Side::Sender,
-            src,
-            h,
-            stale,
-            cx,
-            Ev::Wake
-        ));
-        self.after(f, progress, cx.now);
+        self.wake_with(f, cx, |s| s.rate = Some(rate));
     }
 
     /// Hands flow `f` a granted Fastpass slot that begins now, on `route`: its sender sends
     /// one packet (if it is still running and has one).
     pub fn grant_slot<S: Sched>(&mut self, f: FlowId, route: RouteId, cx: &mut FlowCx<'_, S>) {
+        self.wake_with(f, cx, |s| s.slot_route = Some(route));
+    }
+
+    /// Changes what both ends of flow `f` share (if it is still running) and wakes its
+    /// sender to act on it: the one way a central scheduler (the oracle, the arbiter)
+    /// reaches a flow.
+    fn wake_with<S: Sched>(
+        &mut self,
+        f: FlowId,
+        cx: &mut FlowCx<'_, S>,
+        set: impl FnOnce(&mut FlowShared),
+    ) {
         let fl = &mut self.flows[f.index()];
         let src = fl.spec.src;
         let Some(conn) = fl.conn.as_deref_mut() else {
             return;
         };
-        with_pair!(conn, |p| p.shared.slot_route = Some(route));
+        with_pair!(conn, |p| set(&mut p.shared));
         let stale = &mut self.stale_timers;
         let progress = with_pair!(conn, self.hosts, src, |p, h| p.handle(
             f,
