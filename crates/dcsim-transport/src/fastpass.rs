@@ -17,10 +17,9 @@ use dcsim_net::wire::{MAX_WIRE_BYTES, TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_b
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp};
 use serde::{Deserialize, Serialize};
 
-use crate::endpoint::{
-    EndpointCx, FlowInfo, Needs, PacketFormat, Receiver, Sched, Sender, Transport,
-};
+use crate::endpoint::{EndpointCx, FlowInfo, Needs, PacketFormat, Sched, Sender, Transport};
 use crate::flows::FlowRecord;
+use crate::ideal::CountingReceiver;
 
 /// Fastpass parameters: where the arbiter is and how the control protocol behaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -101,7 +100,7 @@ impl Transport for Fastpass {
         "central arbiter: each packet in a granted timeslot on a granted spine (leaf-spine)";
     type Config = FastpassConfig;
     type Sender = FastpassSender;
-    type Receiver = FastpassReceiver;
+    type Receiver = CountingReceiver;
     type Host = ();
 
     fn validate(cfg: &FastpassConfig) -> Result<(), String> {
@@ -144,7 +143,7 @@ impl Transport for Fastpass {
         _cfg: &FastpassConfig,
         flow: &FlowInfo,
         _rng: &RngTree,
-    ) -> (FastpassSender, FastpassReceiver) {
+    ) -> (FastpassSender, CountingReceiver) {
         (
             FastpassSender {
                 flow: flow.flow,
@@ -155,17 +154,14 @@ impl Transport for Fastpass {
                 done: false,
                 wasted: 0,
             },
-            FastpassReceiver {
-                received: 0,
-                complete: false,
-            },
+            CountingReceiver::default(),
         )
     }
     const FLOW_COUNTERS: &'static [&'static str] = &["fastpass_wasted_slots"];
-    fn record(tx: &FastpassSender, _rx: &FastpassReceiver, r: &mut FlowRecord) {
+    fn record(tx: &FastpassSender, _rx: &CountingReceiver, r: &mut FlowRecord) {
         r.counters[0] = tx.wasted;
     }
-    fn sample(_tx: &FastpassSender, _rx: &FastpassReceiver, _out: &mut Vec<(&'static str, f64)>) {}
+    fn sample(_tx: &FastpassSender, _rx: &CountingReceiver, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// The sending end: one packet per granted slot.
@@ -243,30 +239,5 @@ impl Sender for FastpassSender {
     }
     fn is_done(&self) -> bool {
         self.done
-    }
-}
-
-/// The receiving end: counts what arrives.
-pub struct FastpassReceiver {
-    received: u64,
-    complete: bool,
-}
-
-impl Receiver for FastpassReceiver {
-    type Host = ();
-
-    fn on_packet<S: Sched>(&mut self, pkt: &Packet, cx: &mut EndpointCx<'_, S, ()>) {
-        self.received += u64::from(pkt.payload_bytes);
-        self.complete = self.received >= cx.shared.limit_bytes;
-    }
-    fn on_timer<S: Sched>(&mut self, _k: usize, _g: u32, _cx: &mut EndpointCx<'_, S, ()>) {}
-    fn delivered_bytes(&self) -> u64 {
-        self.received
-    }
-    fn is_complete(&self) -> bool {
-        self.complete
-    }
-    fn is_idle(&self) -> bool {
-        true
     }
 }

@@ -35,7 +35,7 @@ impl Transport for Ideal {
         "oracle: senders paced at the max-min fair rate of their route, recomputed globally";
     type Config = IdealConfig;
     type Sender = IdealSender;
-    type Receiver = IdealReceiver;
+    type Receiver = CountingReceiver;
     type Host = ();
 
     fn needs(_cfg: &IdealConfig) -> Needs {
@@ -50,7 +50,11 @@ impl Transport for Ideal {
             full_wire_bytes: MAX_WIRE_BYTES,
         }
     }
-    fn open(_cfg: &IdealConfig, flow: &FlowInfo, _rng: &RngTree) -> (IdealSender, IdealReceiver) {
+    fn open(
+        _cfg: &IdealConfig,
+        flow: &FlowInfo,
+        _rng: &RngTree,
+    ) -> (IdealSender, CountingReceiver) {
         (
             IdealSender {
                 flow: flow.flow,
@@ -62,15 +66,12 @@ impl Transport for Ideal {
                 timers: TimerTable::default(),
                 done: false,
             },
-            IdealReceiver {
-                received: 0,
-                complete: false,
-            },
+            CountingReceiver::default(),
         )
     }
     const FLOW_COUNTERS: &'static [&'static str] = &[];
-    fn record(_tx: &IdealSender, _rx: &IdealReceiver, _r: &mut FlowRecord) {}
-    fn sample(_tx: &IdealSender, _rx: &IdealReceiver, _out: &mut Vec<(&'static str, f64)>) {}
+    fn record(_tx: &IdealSender, _rx: &CountingReceiver, _r: &mut FlowRecord) {}
+    fn sample(_tx: &IdealSender, _rx: &CountingReceiver, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// The sending end: one packet per `wire bytes / rate`.
@@ -173,13 +174,15 @@ impl Sender for IdealSender {
     }
 }
 
-/// The receiving end: counts what arrives.
-pub struct IdealReceiver {
+/// The receiving end of a centrally scheduled flow (the oracle's, the arbiter's): counts
+/// what arrives, acknowledges nothing (the scheduler does not lose data).
+#[derive(Default)]
+pub struct CountingReceiver {
     received: u64,
     complete: bool,
 }
 
-impl Receiver for IdealReceiver {
+impl Receiver for CountingReceiver {
     type Host = ();
 
     fn on_packet<S: Sched>(&mut self, pkt: &Packet, cx: &mut EndpointCx<'_, S, ()>) {
