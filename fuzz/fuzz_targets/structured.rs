@@ -25,6 +25,18 @@ struct Input {
     /// Microseconds; `None`: a drained run (still cut at 200 µs).
     duration_us: Option<u16>,
     seed: u8,
+    /// A packet trace of one host.
+    trace: Option<Trace>,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Trace {
+    host: u8,
+    /// Only this flow, if given.
+    flow: Option<u8>,
+    start_us: Option<u8>,
+    /// The file's bound in kB, at least 1.
+    max_kb: u8,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -451,6 +463,20 @@ fn render(inp: &Input) -> String {
     }
     for g in inp.generators.iter().take(2) {
         let _ = write!(s, "\n[[generators]]\npattern = {}\n", generator(g, hosts));
+    }
+    if let Some(t) = &inp.trace {
+        let _ = write!(
+            s,
+            "\n[output.trace]\nhosts = [{}]\nmax_bytes = \"{}kB\"\n",
+            host(t.host),
+            t.max_kb.max(1)
+        );
+        if let Some(f) = t.flow {
+            let _ = writeln!(s, "flows = [{}]", f % 4);
+        }
+        if let Some(us) = t.start_us {
+            let _ = writeln!(s, "start = \"{us}us\"");
+        }
     }
     s
 }

@@ -28,4 +28,18 @@ pub fn run_bounded(scenario: dcsim::Scenario) {
         n("packets_delivered") + n("packets_dropped") + n("packets_in_network"),
         "conservation"
     );
+    // A trace of one host sees each packet-hop at most once (its NIC's link and its edge
+    // switch's link to it), and writes every file it names within its bound.
+    if let Some(traces) = s["packet_traces"].as_array()
+        && traces.len() == 1
+    {
+        let t = &traces[0];
+        let seen = t["packets"].as_u64().unwrap() + t["packets_over_max_bytes"].as_u64().unwrap();
+        assert!(seen <= n("packet_hops"), "trace: {seen} packets, {} hops", n("packet_hops"));
+        let max = s["resolved_scenario"]["output"]["trace"]["max_bytes"].as_str().unwrap();
+        let max: dcsim::engine::ByteSize = max.parse().unwrap();
+        assert!(t["bytes"].as_u64().unwrap() <= max.0.max(24), "trace over max_bytes");
+        let files = r.files_with(None, b"{}").expect("trace written");
+        assert!(files.iter().any(|(name, _)| *name == t["file"].as_str().unwrap()));
+    }
 }

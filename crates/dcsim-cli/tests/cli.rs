@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 mod disk_full;
 #[path = "cli/sweep.rs"]
 mod sweep;
+#[path = "cli/trace.rs"]
+mod trace;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -195,6 +197,30 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
         (
             "[sim]\nduration = \"1ms\"\n[topology]\nkind = \"star\"\n[output.timeseries]\nevery = \"1ns\"\n",
             "output.timeseries.every: 1ns is shorter than 100ns",
+        ),
+        (
+            "[topology]\nkind = \"star\"\nhosts = 4\n[output.trace]\nhosts = [4]\n",
+            "output.trace.hosts: host 4 does not exist (hosts are 0..4)",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[output.trace]\nports = [\"a->b\"]\n",
+            "output.trace.ports: no port \"a->b\"",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[output.trace]\nhosts = [0]\nstart = \"2ms\"\nend = \"1ms\"\n",
+            "output.trace.end: 1ms is not after output.trace.start (2ms)",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[output.trace]\nhosts = [0]\nmax_bytes = \"100B\"\n",
+            "output.trace.max_bytes: 100B is less than 1000B",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[output.trace]\n",
+            "output.trace: names no hosts and no ports",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[output.trace]\nhost = [0]\n",
+            "unknown field `host`",
         ),
         (
             "[sim]\nduration = \"10s\"\n[topology]\nkind = \"star\"\n[output.timeseries]\nevery = \"100ns\"\nports = [\"switches\"]\n",

@@ -175,7 +175,7 @@ pub struct SampleRow {
 ///
 /// Version 2: statistics of nothing (an empty bucket, no completed flow) are empty cells
 /// and nulls instead of zeros; `schema_version` added to summary.json and index.json.
-pub const OUTPUT_SCHEMA_VERSION: u32 = 2;
+pub const OUTPUT_SCHEMA_VERSION: u32 = 3;
 
 /// Percentiles and mean of a sample. Serialized with every statistic null when the sample
 /// is empty (`count` 0), so that no reader averages a zero that was never measured.

@@ -4,7 +4,7 @@
 
 use dcsim_engine::Schedule;
 
-use crate::{HostId, NetCx, NetEvent, Network, PacketId, PacketPool, PortId, RouteId};
+use crate::{Captured, HostId, NetCx, NetEvent, Network, PacketId, PacketPool, PortId, RouteId};
 
 impl Network {
     /// Offers `pkt` to the NIC of host `src`. The transport has filled in the header,
@@ -85,10 +85,17 @@ impl Network {
             cx.sched.at(t, NetEvent::LinkArrive(port));
         }
         self.hops += 1;
-        if let Some(h) = link.to_host {
+        let (to_host, node) = (link.to_host, link.peer_node.index());
+        if link.tapped {
+            self.captured.push(Captured {
+                port,
+                at: cx.now,
+                pkt: *cx.pool.get(pkt),
+            });
+        }
+        if let Some(h) = to_host {
             return Some((h, pkt));
         }
-        let node = link.peer_node.index();
         let p = cx.pool.get_mut(pkt);
         p.hop += 1;
         let egress = if p.route == RouteId::NONE {

@@ -28,7 +28,7 @@ pub mod wire;
 
 use dcsim_engine::{Rate, Time, define_id};
 
-pub use network::{BuildError, Network};
+pub use network::{BuildError, Captured, Network};
 pub use nic::DEFAULT_TX_BUDGET_BYTES;
 pub use packet::{Class, Ecn, FlowId, IpBits, Packet, PacketId, PacketPool, RateStamp};
 pub use port::{Port, PortId, PortStats};

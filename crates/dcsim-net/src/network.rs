@@ -7,8 +7,8 @@ use crate::qdisc::{self, Qdisc};
 use crate::route::{Fib, RouteTable};
 use crate::rules::MarkRules;
 use crate::{
-    DEFAULT_TX_BUDGET_BYTES, FlowId, Graph, HostId, NodeId, NodeKind, PacketPool, Port, PortId,
-    PortInfo, RoutingMode, RoutingSpec, Telemetry,
+    DEFAULT_TX_BUDGET_BYTES, FlowId, Graph, HostId, NodeId, NodeKind, Packet, PacketPool, Port,
+    PortId, PortInfo, RoutingMode, RoutingSpec, Telemetry,
 };
 
 /// A host or switch, as the network keeps it.
@@ -39,6 +39,20 @@ pub struct Network {
     telemetry: Telemetry,
     /// Flow-matching CE-marking rules installed by a controller.
     pub(crate) rules: MarkRules,
+    /// Packets that crossed a tapped link, not yet taken ([`Network::take_captured`]).
+    pub(crate) captured: Vec<Captured>,
+}
+
+/// A copy of a packet as it crossed a tapped link ([`Network::tap`]): the header as the
+/// port sent it, before the next node touched it.
+#[derive(Clone, Copy, Debug)]
+pub struct Captured {
+    /// The port whose link the packet crossed.
+    pub port: PortId,
+    /// When its last bit reached the far end.
+    pub at: Time,
+    /// The packet.
+    pub pkt: Packet,
 }
 
 /// A network that cannot be built.
@@ -158,6 +172,7 @@ impl Network {
             tx_budget: DEFAULT_TX_BUDGET_BYTES,
             nic_waiting: vec![false; graph.hosts.len()],
             telemetry: Telemetry::empty(),
+            captured: Vec::new(),
         })
     }
 
@@ -185,6 +200,21 @@ impl Network {
         idle: Option<Dur>,
     ) {
         self.rules.install(port, flow, now, hard, idle);
+    }
+
+    /// Makes the network keep a copy of every packet that crosses the link of port `p`
+    /// (for packet traces), to be taken with [`Network::take_captured`]. The copy is made
+    /// when the packet reaches the far end, before the next node forwards or consumes it.
+    /// Untapped links cost one predictable branch per hop.
+    pub fn tap(&mut self, p: PortId) {
+        self.ports[p.index()].tapped = true;
+    }
+
+    /// The packets captured at tapped links since the last call, in order of arrival; the
+    /// caller empties the vector (its capacity is kept, so capturing allocates nothing
+    /// once it has grown).
+    pub fn take_captured(&mut self) -> &mut Vec<Captured> {
+        &mut self.captured
     }
 
     /// The marking rules and their counters.
@@ -230,6 +260,11 @@ impl Network {
     /// The NIC port of host `h`.
     pub fn nic(&self, h: HostId) -> PortId {
         self.nic[h.index()]
+    }
+    /// The port of host `h`'s edge switch toward `h` (the last hop of every packet `h`
+    /// receives).
+    pub fn host_downlink(&self, h: HostId) -> PortId {
+        self.down[h.index()]
     }
     /// The node of host `h`.
     pub fn host_node(&self, h: HostId) -> NodeId {

@@ -103,6 +103,8 @@ pub struct Port {
     pipe: VecDeque<(Time, PacketId)>,
     /// Whether the discipline is a FIFO (see the module documentation).
     fifo: bool,
+    /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
+    pub(crate) tapped: bool,
     /// On a FIFO port: when each packet still in the queue starts its transmission, with
     /// its wire size and class, oldest first.
     starts: VecDeque<(Time, u32, Class)>,
@@ -168,6 +170,7 @@ impl Port {
             pending_at: Time::MAX,
             pipe: VecDeque::new(),
             fifo,
+            tapped: false,
             starts: VecDeque::new(),
             backlog_bytes: 0,
             backlog_pkts: 0,
@@ -198,6 +201,14 @@ impl Port {
     /// The node at the far end of the link.
     pub fn peer_node(&self) -> NodeId {
         self.peer_node
+    }
+    /// The host at the far end, if the link leads to a host.
+    pub fn to_host(&self) -> Option<HostId> {
+        self.to_host
+    }
+    /// The host this port belongs to, if it is a host's NIC.
+    pub fn from_host(&self) -> Option<HostId> {
+        self.from_host
     }
     /// Counters so far.
     pub fn stats(&self) -> &PortStats {

@@ -204,7 +204,7 @@ pub fn timeseries(every: Dur, ports: &[&str]) -> OutputSpec {
             cwnd: false,
             ports: ports.iter().map(|p| (*p).to_string()).collect(),
         }),
-        queue_occupancy: None,
+        ..OutputSpec::default()
     }
 }
 

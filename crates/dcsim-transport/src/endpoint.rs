@@ -126,6 +126,47 @@ pub struct PacketFormat {
     pub full_wire_bytes: u32,
 }
 
+/// How a packet appears in a packet trace (`[output.trace]`, docs/trace.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceHeader {
+    /// A UDP datagram carrying dcsim's generic 18-byte header (class, the transport's flag
+    /// byte, flow, `seq`, `ack`): the default, and the form of ExpressPass's packets.
+    Udp,
+    /// A TCP segment without options.
+    Tcp(TcpView),
+}
+
+/// The TCP header of a segment in a packet trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpView {
+    /// Sequence number (of the first payload byte; the SYN's own number for a SYN).
+    pub seq: u32,
+    /// Acknowledgement number (meaningful with [`TcpView::ACK`]).
+    pub ack: u32,
+    /// The flag bits of the TCP header's 12-bit flags field ([`TcpView::FIN`] ...).
+    pub flags: u16,
+    /// Advertised window, in bytes (no window scaling).
+    pub window: u16,
+    /// Payload bytes (the trace keeps headers only; lengths say how many there were).
+    pub payload_bytes: u32,
+}
+
+impl TcpView {
+    /// FIN.
+    pub const FIN: u16 = 0x001;
+    /// SYN.
+    pub const SYN: u16 = 0x002;
+    /// ACK.
+    pub const ACK: u16 = 0x010;
+    /// ECN echo (RFC 3168).
+    pub const ECE: u16 = 0x040;
+    /// Congestion window reduced (RFC 3168).
+    pub const CWR: u16 = 0x080;
+    /// The NS bit (RFC 3540, historic; Wireshark shows it as "Accurate ECN"), used for
+    /// Pulser's incast-notification echo.
+    pub const EIN_ECHO: u16 = 0x100;
+}
+
 /// What a transport needs of the network, checked when a scenario is built.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
@@ -209,6 +250,10 @@ pub trait Transport: Sized {
     fn sample(tx: &Self::Sender, rx: &Self::Receiver, out: &mut Vec<(&'static str, f64)>);
     /// A packet arrived for the flow after both ends had finished.
     fn on_straggler(_pkt: &Packet, _r: &mut FlowRecord) {}
+    /// How `pkt` appears in a packet trace; the default is the generic UDP form.
+    fn trace_header(_cfg: &Self::Config, _pkt: &Packet) -> TraceHeader {
+        TraceHeader::Udp
+    }
 }
 
 /// The sending end of a flow.

@@ -31,7 +31,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub use dcsim_net::FlowId;
 pub use endpoint::{
     EndpointCx, FlowCx, FlowEvent, FlowInfo, FlowShared, Needs, PacketFormat, Receiver, Sched,
-    Sender, Side, TimerKey, Transport,
+    Sender, Side, TcpView, TimerKey, TraceHeader, Transport,
 };
 pub use flows::{FlowRecord, FlowSpec, Flows, MAX_FLOW_COUNTERS};
 pub use tcp::{TcpConfig, TcpProfile};
@@ -85,6 +85,10 @@ macro_rules! transports {
             /// Sizes of its data packets.
             pub fn packet_format(&self) -> PacketFormat {
                 match self { $(Self::$V(c) => <$T as Transport>::packet_format(c),)+ }
+            }
+            /// How `pkt`, a packet of this transport, appears in a packet trace.
+            pub fn trace_header(&self, pkt: &Packet) -> TraceHeader {
+                match self { $(Self::$V(c) => <$T as Transport>::trace_header(c, pkt),)+ }
             }
             /// Every registered transport with default parameters, in registration order.
             pub fn defaults() -> Vec<Self> {

@@ -44,13 +44,15 @@ mod fastpass;
 mod ideal;
 mod results;
 mod scenario;
+pub mod trace;
 mod world;
 
 pub use ideal::ideal_fct;
 pub use results::{Results, label};
 pub use scenario::{
     ConfigError, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
-    Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, default_nic, default_queue, port_by_label,
+    Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic, default_queue,
+    port_by_label,
 };
 pub use world::{Event, RunProgress, RunStats, World};
 

@@ -35,6 +35,9 @@ pub struct Results {
     timeseries: Option<io::Result<fs::File>>,
     buckets_csv: Vec<u8>,
     tiers_csv: Vec<u8>,
+    /// The packet traces (`[output.trace]`): file name, and the file written during the
+    /// run or why it could not be.
+    traces: Vec<(String, io::Result<fs::File>)>,
 }
 
 const FLOW_HEADER: &[&str] = &[
@@ -249,6 +252,10 @@ impl Results {
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
         let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
         let mut timeseries = world.sampler.as_mut().map(|s| s.spill.finish());
+        let traces = match world.tracer.as_mut() {
+            Some(t) => t.finish(&mut world.net, &world.flows),
+            None => Vec::new(),
+        };
         let kinds: Vec<&str> = (0..flow_rows.len())
             .map(|i| {
                 let t = world.flows.spec(FlowId::new(i)).transport as usize;
@@ -273,6 +280,19 @@ impl Results {
         let dig = dig.finish();
         let fct = Distribution::of(&mut fct_us);
         let sd = Distribution::of(&mut slowdowns);
+        let packet_traces = world.tracer.as_ref().map(|t| {
+            t.files
+                .iter()
+                .map(|f| {
+                    json!({
+                        "file": f.name,
+                        "packets": f.packets,
+                        "bytes": f.bytes,
+                        "packets_over_max_bytes": f.over_limit,
+                    })
+                })
+                .collect::<Vec<_>>()
+        });
         let pool = &world.pool;
         let summary = json!({
             "schema_version": dcsim_metrics::OUTPUT_SCHEMA_VERSION,
@@ -327,6 +347,8 @@ impl Results {
             }),
             // Time-weighted queue-length percentiles per switch tier (output.queue_occupancy).
             "queue_occupancy": occupancy,
+            // Packet traces (output.trace): packets written, and left out at max_bytes.
+            "packet_traces": packet_traces,
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {
@@ -349,6 +371,7 @@ impl Results {
             timeseries,
             buckets_csv,
             tiers_csv,
+            traces,
         }
     }
 
@@ -421,6 +444,7 @@ impl Results {
             timeseries,
             buckets_csv,
             tiers_csv,
+            traces: Vec::new(),
         })
     }
 
@@ -461,6 +485,12 @@ impl Results {
                 f
             }
         };
+        for (name, f) in &self.traces {
+            match f {
+                Ok(f) => files.push((name.as_str(), Body::File(f))),
+                Err(e) => return Err(io::Error::new(e.kind(), e.to_string())),
+            }
+        }
         files.push(("summary.json", Body::Bytes(summary)));
         Ok(files)
     }

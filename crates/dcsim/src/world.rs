@@ -18,6 +18,7 @@ use hdrhistogram::Histogram;
 use crate::controller::{Controller, ControllerSpec};
 use crate::fastpass::{FCP_FLOW, Fastpass};
 use crate::ideal::ideal_fct;
+use crate::trace::Tracer;
 
 use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
 
@@ -211,6 +212,7 @@ pub struct World {
     pub(crate) controller: Option<Controller>,
     pub(crate) fastpass: Option<Fastpass>,
     pub(crate) occupancy: Option<Occupancy>,
+    pub(crate) tracer: Option<Tracer>,
     events: u64,
     wall_seconds: f64,
 }
@@ -360,6 +362,11 @@ impl World {
             sched.schedule(Time::from_dur(every), Event::QueueSample);
             Occupancy::new(&net, every)
         });
+        let tracer = spec
+            .output
+            .trace
+            .as_ref()
+            .map(|t| Tracer::new(t, &mut net, &scenario.graph));
         let n_flows = flows.len();
         let sources = scenario.sources()?;
         for (i, (s, _)) in sources.iter().enumerate() {
@@ -386,6 +393,7 @@ impl World {
             controller,
             fastpass,
             occupancy,
+            tracer,
             events: 0,
             wall_seconds: 0.0,
         })
@@ -458,6 +466,9 @@ impl World {
             self.dispatch(now, ev);
             events += 1;
             if events & 0xFFFF == 0 {
+                // A packet trace takes the network's copies here and at the end of the call:
+                // at most one copy per event, so the network holds at most 65,536 (5 MB).
+                self.collect_trace(now);
                 flow = progress(&RunProgress {
                     now,
                     end: self.end,
@@ -469,6 +480,7 @@ impl World {
                 }
             }
         }
+        self.collect_trace(self.sched.now());
         self.events += events;
         self.wall_seconds += wall.elapsed().as_secs_f64();
         flow
@@ -487,6 +499,14 @@ impl World {
         };
         self.stats = Some(stats);
         stats
+    }
+
+    /// Writes the packet-trace records that can no longer be overtaken.
+    #[inline(never)]
+    fn collect_trace(&mut self, now: Time) {
+        if let Some(t) = &mut self.tracer {
+            t.collect(now, &mut self.net, &self.flows, false);
+        }
     }
 
     #[inline]
@@ -750,12 +770,15 @@ impl World {
             .collect();
     }
 
-    /// Puts the time series' temporary file in `dir` (by default the system's temporary
-    /// folder, which may be in memory): the command line puts it beside the results.
-    /// Call before the run.
+    /// Puts the temporary files of the time series and the packet traces in `dir` (by
+    /// default the system's temporary folder, which may be in memory): the command line
+    /// puts them beside the results. Call before the run.
     pub fn spill_time_series_in(&mut self, dir: &std::path::Path) {
         if let Some(s) = self.sampler.as_mut() {
             s.spill = SampleSpill::new(Some(dir.to_path_buf()));
+        }
+        if let Some(t) = self.tracer.as_mut() {
+            t.write_in(dir);
         }
     }
 

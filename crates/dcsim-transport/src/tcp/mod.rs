@@ -62,7 +62,7 @@ pub use receiver::TcpReceiver;
 pub use sender::{TcpSender, TcpStats};
 
 use crate::cc::{CcSetup, CcSpec, CongestionControl, WindowLimits};
-use crate::endpoint::{FlowInfo, Needs, PacketFormat, Transport};
+use crate::endpoint::{FlowInfo, Needs, PacketFormat, TcpView, TraceHeader, Transport};
 use crate::flows::FlowRecord;
 
 /// Packet flag: carries data.
@@ -339,6 +339,48 @@ impl Transport for Tcp {
             payload_bytes: cfg.mss.0,
             full_wire_bytes: cfg.full_segment_wire_bytes(),
         }
+    }
+    /// Segments as TCP: sequence numbers count payload bytes from 0, or from 1 after a
+    /// SYN (whose own number is 0, on both sides), as a real stack with initial sequence
+    /// numbers of 0 would; the window is the ICTCP advertisement if there is one (capped at
+    /// 65,535: no window scaling), else 65,535.
+    fn trace_header(cfg: &TcpConfig, p: &Packet) -> TraceHeader {
+        let handshake = cfg
+            .handshake
+            .unwrap_or(cfg.profile.unwrap_or_default() != TcpProfile::Ideal);
+        let isn = u32::from(handshake);
+        let f = p.flags;
+        let mut view = TcpView {
+            seq: isn,
+            ack: 0,
+            flags: TcpView::ACK,
+            window: u16::MAX,
+            payload_bytes: 0,
+        };
+        if f & FLAG_SYN != 0 {
+            view.seq = 0;
+            view.flags = TcpView::SYN;
+            if f & FLAG_ACK != 0 {
+                view.flags |= TcpView::ACK;
+                view.ack = 1;
+            }
+        } else if f & FLAG_DATA != 0 {
+            view.seq = (p.seq as u32).wrapping_add(isn);
+            view.ack = isn;
+            view.payload_bytes = p.payload_bytes;
+        } else {
+            view.ack = (p.ack as u32).wrapping_add(isn);
+            if f & FLAG_ECE != 0 {
+                view.flags |= TcpView::ECE;
+            }
+            if f & FLAG_EIN != 0 {
+                view.flags |= TcpView::EIN_ECHO;
+            }
+            if f & FLAG_RWND != 0 {
+                view.window = p.seq.min(u64::from(u16::MAX)) as u16;
+            }
+        }
+        TraceHeader::Tcp(view)
     }
     fn open(cfg: &TcpConfig, flow: &FlowInfo, rng: &RngTree) -> (TcpSender, TcpReceiver) {
         let cfg = &cfg.resolve();

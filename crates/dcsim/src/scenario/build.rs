@@ -13,6 +13,7 @@ use crate::controller::ControllerSpec;
 
 use super::{
     ConfigError, FlowKeyword, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams,
+    TraceSpec,
 };
 
 impl ScenarioSpec {
@@ -462,6 +463,9 @@ const MIN_SAMPLE_EVERY: Dur = Dur::from_ns(100);
 const MAX_SAMPLE_ROWS: u64 = 1_000_000_000;
 
 fn check_output(spec: &ScenarioSpec, graph: &Graph, flows: usize) -> Result<(), String> {
+    if let Some(t) = &spec.output.trace {
+        check_trace(t, spec, graph, flows)?;
+    }
     let Some(ts) = &spec.output.timeseries else {
         return Ok(());
     };
@@ -510,6 +514,59 @@ fn check_output(spec: &ScenarioSpec, graph: &Graph, flows: usize) -> Result<(), 
                 example_label(graph)
             ));
         }
+    }
+    Ok(())
+}
+
+/// The smallest size a packet trace may be given: a pcap header and a few packets.
+const MIN_TRACE_BYTES: u64 = 1000;
+
+/// Checks `[output.trace]`: hosts and ports exist, flows exist (unless generated), the time
+/// window is not empty.
+fn check_trace(
+    t: &TraceSpec,
+    spec: &ScenarioSpec,
+    graph: &Graph,
+    flows: usize,
+) -> Result<(), String> {
+    if t.hosts.is_empty() && t.ports.is_empty() {
+        return Err("output.trace: names no hosts and no ports to record".into());
+    }
+    let n = graph.hosts.len();
+    if let Some(&bad) = t.hosts.iter().find(|&&h| h as usize >= n) {
+        return Err(format!(
+            "output.trace.hosts: host {bad} does not exist (hosts are 0..{n})"
+        ));
+    }
+    for p in &t.ports {
+        if port_by_label(graph, p).is_none() {
+            return Err(format!(
+                "output.trace.ports: no port {p:?} (labels are \"node->peer\", e.g. \"{}\")",
+                example_label(graph)
+            ));
+        }
+    }
+    if let Some(l) = &t.flows
+        && spec.generators.is_empty()
+        && let Some(&bad) = l.iter().find(|&&f| f as usize >= flows)
+    {
+        return Err(format!(
+            "output.trace.flows: flow {bad} does not exist ({flows} flows)"
+        ));
+    }
+    if let (Some(s), Some(e)) = (t.start, t.end)
+        && e <= s
+    {
+        return Err(format!(
+            "output.trace.end: {e} is not after output.trace.start ({s})"
+        ));
+    }
+    if t.max_bytes.0 < MIN_TRACE_BYTES {
+        return Err(format!(
+            "output.trace.max_bytes: {} is less than {MIN_TRACE_BYTES}B (a file header and \
+             a few packets)",
+            t.max_bytes
+        ));
     }
     Ok(())
 }

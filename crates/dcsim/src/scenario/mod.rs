@@ -22,7 +22,7 @@ use dcsim_workload::{FlowSource, GeneratorSpec, SourceCx};
 pub use build::port_by_label;
 pub use spec::{
     FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
-    ScenarioSpec, SimSpec, TimeseriesSpec, default_nic, default_queue,
+    ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic, default_queue,
 };
 
 /// A scenario that cannot be loaded or built: one message that names where the problem is.

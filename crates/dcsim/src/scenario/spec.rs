@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use dcsim_engine::Dur;
+use dcsim_engine::{ByteSize, Dur};
 use dcsim_net::qdisc::{Amount, DropTailConfig, EcnConfig, QdiscSpec};
 use dcsim_net::{RoutingSpec, TopologySpec};
 use dcsim_transport::TransportSpec;
@@ -154,6 +154,43 @@ pub struct OutputSpec {
     /// time-weighted distribution; nothing on the packet path). Default: off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_occupancy: Option<Dur>,
+    /// Packet traces: pcap files of chosen hosts and ports (docs/trace.md). Default: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSpec>,
+}
+
+/// Packet traces (`[output.trace]`): one pcap file per host and per port named, readable
+/// by Wireshark and tshark (docs/trace.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// Hosts (by number) whose packets to record, sent and received, as a capture on the
+    /// host's interface would: `trace-h3.pcap`.
+    #[serde(default)]
+    pub hosts: Vec<u32>,
+    /// Ports (`"node->peer"`, as in ports.csv) whose sent packets to record:
+    /// `trace-tor0-to-agg1.pcap`.
+    #[serde(default)]
+    pub ports: Vec<String>,
+    /// Only the packets of these flows (default: every flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Vec<u32>>,
+    /// Only packets at or after this time (default: from the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Dur>,
+    /// Only packets before this time (default: to the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Dur>,
+    /// The largest size of each file (default 100 MB, about 1.3 M packets): packets
+    /// beyond it are counted in summary.json, not written.
+    #[serde(default = "TraceSpec::default_max_bytes")]
+    pub max_bytes: ByteSize,
+}
+
+impl TraceSpec {
+    fn default_max_bytes() -> ByteSize {
+        ByteSize(100_000_000)
+    }
 }
 
 /// Periodic sampling.

@@ -8,6 +8,7 @@ mod doc_keys;
 mod fastpass;
 mod oracle;
 mod scenario;
+mod trace;
 
 use std::path::{Path, PathBuf};
 
