@@ -27,6 +27,8 @@ struct Input {
     seed: u8,
     /// A packet trace of one host.
     trace: Option<Trace>,
+    /// An event log: of one flow (0-3), or of all with 4 and above; at most 1000 rows.
+    events: Option<u8>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -477,6 +479,10 @@ fn render(inp: &Input) -> String {
         if let Some(us) = t.start_us {
             let _ = writeln!(s, "start = \"{us}us\"");
         }
+    }
+    if let Some(e) = inp.events {
+        let flows = if e < 4 { format!("[{e}]") } else { "\"all\"".into() };
+        let _ = write!(s, "\n[output.events]\nflows = {flows}\nmax_rows = 1000\n");
     }
     s
 }

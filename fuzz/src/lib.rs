@@ -28,6 +28,9 @@ pub fn run_bounded(scenario: dcsim::Scenario) {
         n("packets_delivered") + n("packets_dropped") + n("packets_in_network"),
         "conservation"
     );
+    if let Some(e) = s["event_log"].as_object() {
+        assert!(e["rows"].as_u64().unwrap() <= 1000, "event log over max_rows");
+    }
     // A trace of one host sees each packet-hop at most once (its NIC's link and its edge
     // switch's link to it), and writes every file it names within its bound.
     if let Some(traces) = s["packet_traces"].as_array()

@@ -223,6 +223,14 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
             "unknown field `host`",
         ),
         (
+            "[topology]\nkind = \"star\"\n[output.events]\nflows = \"none\"\n",
+            "output.events.flows: \"none\" logs nothing",
+        ),
+        (
+            "[topology]\nkind = \"star\"\n[[flows]]\nsrc = 0\ndst = 1\nsize = \"1MB\"\n[output.events]\nflows = [1]\n",
+            "output.events.flows: flow 1 does not exist (1 flows)",
+        ),
+        (
             "[sim]\nduration = \"10s\"\n[topology]\nkind = \"star\"\n[output.timeseries]\nevery = \"100ns\"\nports = [\"switches\"]\n",
             "sample less often or fewer flows and ports",
         ),

@@ -38,8 +38,11 @@
 //! ```
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+// summary.json is one `json!` literal with more keys than the default limit expands.
+#![recursion_limit = "256"]
 
 pub mod controller;
+mod events;
 mod fastpass;
 mod ideal;
 mod results;
@@ -50,9 +53,9 @@ mod world;
 pub use ideal::ideal_fct;
 pub use results::{Results, label};
 pub use scenario::{
-    ConfigError, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
-    Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic, default_queue,
-    port_by_label,
+    ConfigError, EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec,
+    SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic,
+    default_queue, port_by_label,
 };
 pub use world::{Event, RunProgress, RunStats, World};
 

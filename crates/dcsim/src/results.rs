@@ -38,6 +38,8 @@ pub struct Results {
     /// The packet traces (`[output.trace]`): file name, and the file written during the
     /// run or why it could not be.
     traces: Vec<(String, io::Result<fs::File>)>,
+    /// events.csv if the run logged flows (`[output.events]`), like `timeseries`.
+    events: Option<io::Result<fs::File>>,
 }
 
 const FLOW_HEADER: &[&str] = &[
@@ -252,6 +254,11 @@ impl Results {
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
         let tiers_csv = to_csv(&tiers, TIER_HEADER).expect("in-memory CSV cannot fail");
         let mut timeseries = world.sampler.as_mut().map(|s| s.spill.finish());
+        let event_summary = world
+            .event_log
+            .as_ref()
+            .map(|e| json!({ "rows": e.rows(), "rows_over_max_rows": e.rows_over }));
+        let mut events = world.event_log.as_mut().map(|e| e.spill.finish());
         let traces = match world.tracer.as_mut() {
             Some(t) => t.finish(&mut world.net, &world.flows),
             None => Vec::new(),
@@ -274,6 +281,14 @@ impl Results {
             })
         {
             timeseries = Some(Err(e));
+        }
+        if let Some(Ok(f)) = &events
+            && let Err(e) = Body::File(f).for_each_chunk(|c| {
+                dig.update(c);
+                Ok(())
+            })
+        {
+            events = Some(Err(e));
         }
         dig.update(&buckets_csv);
         dig.update(&tiers_csv);
@@ -349,6 +364,8 @@ impl Results {
             "queue_occupancy": occupancy,
             // Packet traces (output.trace): packets written, and left out at max_bytes.
             "packet_traces": packet_traces,
+            // The per-flow event log (output.events): rows written, and left out at max_rows.
+            "event_log": event_summary,
             "peak_packets": pool.capacity_used(),
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {
@@ -372,6 +389,7 @@ impl Results {
             buckets_csv,
             tiers_csv,
             traces,
+            events,
         }
     }
 
@@ -427,11 +445,13 @@ impl Results {
         let ports_csv = read("ports.csv")?;
         let buckets_csv = read("buckets.csv")?;
         let tiers_csv = read("tiers.csv")?;
-        let timeseries = match fs::File::open(dir.join("timeseries.csv")) {
-            Ok(f) => Some(Ok(f)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
+        let open = |name: &str| match fs::File::open(dir.join(name)) {
+            Ok(f) => Ok(Some(Ok(f))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         };
+        let timeseries = open("timeseries.csv")?;
+        let events = open("events.csv")?;
         Ok(Self {
             flows,
             ports: rows(&ports_csv).map_err(|e| bad("ports.csv", &e))?,
@@ -445,6 +465,7 @@ impl Results {
             buckets_csv,
             tiers_csv,
             traces: Vec::new(),
+            events,
         })
     }
 
@@ -485,6 +506,12 @@ impl Results {
                 f
             }
         };
+        if let Some(f) = &self.events {
+            match f {
+                Ok(f) => files.push(("events.csv", Body::File(f))),
+                Err(e) => return Err(io::Error::new(e.kind(), e.to_string())),
+            }
+        }
         for (name, f) in &self.traces {
             match f {
                 Ok(f) => files.push((name.as_str(), Body::File(f))),

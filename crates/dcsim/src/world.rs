@@ -16,6 +16,7 @@ use dcsim_workload::FlowSource;
 use hdrhistogram::Histogram;
 
 use crate::controller::{Controller, ControllerSpec};
+use crate::events::EventLog;
 use crate::fastpass::{FCP_FLOW, Fastpass};
 use crate::ideal::ideal_fct;
 use crate::trace::Tracer;
@@ -213,6 +214,7 @@ pub struct World {
     pub(crate) fastpass: Option<Fastpass>,
     pub(crate) occupancy: Option<Occupancy>,
     pub(crate) tracer: Option<Tracer>,
+    pub(crate) event_log: Option<Box<EventLog>>,
     events: u64,
     wall_seconds: f64,
 }
@@ -367,6 +369,11 @@ impl World {
             .trace
             .as_ref()
             .map(|t| Tracer::new(t, &mut net, &scenario.graph));
+        let event_log = spec
+            .output
+            .events
+            .as_ref()
+            .map(|e| Box::new(EventLog::new(e)));
         let n_flows = flows.len();
         let sources = scenario.sources()?;
         for (i, (s, _)) in sources.iter().enumerate() {
@@ -394,6 +401,7 @@ impl World {
             fastpass,
             occupancy,
             tracer,
+            event_log,
             events: 0,
             wall_seconds: 0.0,
         })
@@ -501,6 +509,16 @@ impl World {
         stats
     }
 
+    /// Logs what changed in flow `f` (`[output.events]`), if it is logged.
+    #[inline(never)]
+    fn log_flow(&mut self, now: Time, f: FlowId) {
+        if let Some(log) = &mut self.event_log
+            && log.wants(f)
+        {
+            log.observe(now, f, &self.flows);
+        }
+    }
+
     /// Writes the packet-trace records that can no longer be overtaken.
     #[inline(never)]
     fn collect_trace(&mut self, now: Time) {
@@ -523,6 +541,10 @@ impl World {
                         self.on_control_packet(host, pkt, now);
                         return;
                     }
+                    let logged = match &mut self.event_log {
+                        Some(log) => log.arrival(now, self.pool.get(pkt)),
+                        None => None,
+                    };
                     let mut fcx = FlowCx {
                         now,
                         pool: &mut self.pool,
@@ -532,6 +554,9 @@ impl World {
                     self.flows.on_packet(host, pkt, &mut fcx);
                     if let Some(o) = &mut self.oracle {
                         o.completions(&mut self.flows, &mut fcx);
+                    }
+                    if let Some(f) = logged {
+                        self.log_flow(now, f);
                     }
                 }
             }
@@ -559,6 +584,9 @@ impl World {
                     sched: &mut self.sched,
                 };
                 self.flows.on_timer(f, key, generation, &mut fcx);
+                if self.event_log.is_some() {
+                    self.log_flow(now, f);
+                }
             }
             other => self.dispatch_rare(now, other),
         }
@@ -735,6 +763,7 @@ impl World {
                 &mut self.sched,
             );
         }
+        self.log_flow(now, f);
     }
 
     fn sample_queues(&mut self, now: Time) {
@@ -779,6 +808,9 @@ impl World {
         }
         if let Some(t) = self.tracer.as_mut() {
             t.write_in(dir);
+        }
+        if let Some(e) = self.event_log.as_mut() {
+            e.spill = SampleSpill::new(Some(dir.to_path_buf()));
         }
     }
 

@@ -466,6 +466,23 @@ fn check_output(spec: &ScenarioSpec, graph: &Graph, flows: usize) -> Result<(), 
     if let Some(t) = &spec.output.trace {
         check_trace(t, spec, graph, flows)?;
     }
+    if let Some(e) = &spec.output.events {
+        match &e.flows {
+            FlowSelection::Keyword(FlowKeyword::None) => {
+                return Err(
+                    "output.events.flows: \"none\" logs nothing; name flows or \"all\"".into(),
+                );
+            }
+            FlowSelection::List(l) if spec.generators.is_empty() => {
+                if let Some(&bad) = l.iter().find(|&&f| f as usize >= flows) {
+                    return Err(format!(
+                        "output.events.flows: flow {bad} does not exist ({flows} flows)"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
     let Some(ts) = &spec.output.timeseries else {
         return Ok(());
     };

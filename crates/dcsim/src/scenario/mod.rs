@@ -21,7 +21,7 @@ use dcsim_workload::{FlowSource, GeneratorSpec, SourceCx};
 
 pub use build::port_by_label;
 pub use spec::{
-    FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
+    EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
     ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic, default_queue,
 };
 

@@ -157,6 +157,28 @@ pub struct OutputSpec {
     /// Packet traces: pcap files of chosen hosts and ports (docs/trace.md). Default: off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceSpec>,
+    /// The per-flow event log, `events.csv` (docs/output.md). Default: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventsSpec>,
+}
+
+/// The per-flow event log (`[output.events]`): every change of the chosen flows' transport
+/// state and counters, CE marks on their packets, their start and completion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsSpec {
+    /// Flows to log: `"all"` or a list of flow numbers.
+    pub flows: FlowSelection,
+    /// The most rows written (default 10 million, about 300 MB); rows beyond are counted
+    /// in summary.json, not written.
+    #[serde(default = "EventsSpec::default_max_rows")]
+    pub max_rows: u64,
+}
+
+impl EventsSpec {
+    fn default_max_rows() -> u64 {
+        10_000_000
+    }
 }
 
 /// Packet traces (`[output.trace]`): one pcap file per host and per port named, readable

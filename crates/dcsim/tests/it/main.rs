@@ -5,6 +5,7 @@
 mod conservation;
 mod determinism;
 mod doc_keys;
+mod events;
 mod fastpass;
 mod oracle;
 mod scenario;

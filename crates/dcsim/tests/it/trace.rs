@@ -10,7 +10,7 @@ use crate::run_text;
 
 /// Two DCTCP flows of 600 KB across a dumbbell whose bottleneck marks at 20 packets, run
 /// to the end (so every packet sent has arrived), with `trace` appended.
-fn dumbbell(trace: &str) -> String {
+pub(crate) fn dumbbell(trace: &str) -> String {
     format!(
         r#"
 [sim]
@@ -42,13 +42,13 @@ start = "10us"
 }
 
 /// One record: time in ns, captured bytes, frame length.
-struct Record {
+pub(crate) struct Record {
     ns: u64,
     data: Vec<u8>,
     orig_len: u32,
 }
 
-fn read(dir: &Path, name: &str) -> Vec<Record> {
+pub(crate) fn read(dir: &Path, name: &str) -> Vec<Record> {
     let f = std::fs::File::open(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut r = PcapReader::new(f).unwrap();
     assert_eq!(r.header().datalink, pcap_file::DataLink::ETHERNET);
@@ -67,17 +67,17 @@ fn read(dir: &Path, name: &str) -> Vec<Record> {
 /// What a record holds: source and destination host (from 10.0.0.h+1), the ECN field, and
 /// the TCP segment's payload length, SYN, ECE flags, sequence and ACK numbers.
 #[derive(Debug)]
-struct Seg {
-    src: u8,
-    dst: u8,
-    ecn: u8,
+pub(crate) struct Seg {
+    pub(crate) src: u8,
+    pub(crate) dst: u8,
+    pub(crate) ecn: u8,
     len: u32,
     ece: bool,
     seq: u32,
     ack: u32,
 }
 
-fn parse(r: &Record) -> Seg {
+pub(crate) fn parse(r: &Record) -> Seg {
     let (ip, tcp) = headers(r);
     let Some(t) = tcp else { panic!("not TCP") };
     Seg {
