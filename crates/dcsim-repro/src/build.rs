@@ -42,6 +42,7 @@ pub fn scenario(sim: SimSpec, topology: TopologySpec) -> ScenarioSpec {
         output: OutputSpec::default(),
         controller: None,
         base_dir: None,
+        origin: Default::default(),
     }
 }
 

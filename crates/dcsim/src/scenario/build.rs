@@ -22,7 +22,7 @@ impl ScenarioSpec {
     pub fn build(&self, source: &str) -> Result<Scenario, ConfigError> {
         let err = |message: String| ConfigError {
             source: source.to_string(),
-            message,
+            message: super::locate::at_key_path(&self.origin, message),
         };
         let mut spec = self.clone();
         let graph = resolve_network(&mut spec).map_err(err)?;
@@ -708,14 +708,26 @@ mod tests {
 
     #[test]
     fn build_errors_name_key_path() {
-        let e = build(&BASE.replace("dst = 2", "dst = 9"), &[]).unwrap_err();
+        // Shown at the value (or, for a missing key, its table) in the text.
+        let text = BASE.replace("dst = 2", "dst = 9");
+        let e = build(&text, &[]).unwrap_err();
+        let line = text.lines().position(|l| l == "dst = 9").unwrap() + 1;
+        assert!(
+            e.message
+                .starts_with(&format!("at line {line}, column 7\n"))
+                && e.message.contains("\nflows[0].dst: host 9 is out of range"),
+            "{e}"
+        );
+        let e = build(&BASE.replace("duration = \"10ms\"", ""), &[]).unwrap_err();
+        assert!(e.message.contains("[sim]\n"), "{e}");
+        assert!(e.message.contains("\nsim.duration: required"), "{e}");
+        // Set by an override: the path alone.
+        let e = build(BASE, &["flows[0].dst=9"]).unwrap_err();
         assert!(
             e.message
                 .starts_with("flows[0].dst: host 9 is out of range"),
             "{e}"
         );
-        let e = build(&BASE.replace("duration = \"10ms\"", ""), &[]).unwrap_err();
-        assert!(e.message.starts_with("sim.duration: required"), "{e}");
         let e = build(
             &BASE.replace(
                 "pairs = 2",

@@ -164,6 +164,81 @@ pub(super) fn with_suggestion(message: &str) -> String {
 
 /// The toml crate's layout: `TOML parse error at line L, column C`, the line, a caret line,
 /// the message.
+/// A check's message (`flows[0].dst: host 7 is out of range`) shown at the value it names
+/// in the scenario's text: the key path before the first `": "` is looked up in the text,
+/// down to the deepest table or value written there. A path that a `--set` override changed
+/// (the value is not the text's), or that the text does not have, leaves the message as it
+/// is.
+pub(crate) fn at_key_path(origin: &super::Origin, message: String) -> String {
+    let Some(o) = &origin.0 else {
+        return message;
+    };
+    let (text, overridden) = (&o.0, &o.1);
+    let Some((path, _)) = message.split_once(": ") else {
+        return message;
+    };
+    let is_path = !path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.[]".contains(c));
+    let touches = |p: &String| {
+        let (a, b) = (p.as_str(), path);
+        let under = |long: &str, short: &str| {
+            long.strip_prefix(short)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        under(a, b) || under(b, a)
+    };
+    if !is_path || overridden.iter().any(touches) {
+        return message;
+    }
+    let Ok(doc) = toml_edit::Document::parse(text.as_str()) else {
+        return message;
+    };
+    let segs: Vec<&str> = path.split('.').collect();
+    // Nothing of the path in the text: no place to show (not the whole file).
+    let top = segs[0].split('[').next().unwrap_or("");
+    if !doc.as_table().contains_key(top) {
+        return message;
+    }
+    match span_of(doc.as_item(), &segs) {
+        Some(at) => render(text, at, &message).replacen("TOML parse error at", "at", 1),
+        None => message,
+    }
+}
+
+/// The span of the deepest item on the key path `segs` (`["a", "b[2]", "c"]`) that `item`
+/// has: the value if the whole path is there, else the header of the last table on it (for
+/// a missing key).
+fn span_of(item: &toml_edit::Item, segs: &[&str]) -> Option<Range<usize>> {
+    use toml_edit::{Item, Value};
+    let Some((seg, rest)) = segs.split_first() else {
+        return item.span();
+    };
+    let (key, index) = match seg.split_once('[') {
+        Some((k, i)) => (k, i.trim_end_matches(']').parse::<usize>().ok()),
+        None => (*seg, None),
+    };
+    let here = item.span();
+    let Some(next) = item.as_table_like().and_then(|t| t.get(key)) else {
+        return here;
+    };
+    // An element of an array: a table of `[[key]]`, or a value of `key = [...]` (spans
+    // are kept by the copy).
+    let element = match (index, next) {
+        (None, _) => None,
+        (Some(i), Item::ArrayOfTables(a)) => a.get(i).map(|t| Item::Table(t.clone())),
+        (Some(i), Item::Value(Value::Array(a))) => a.get(i).map(|v| Item::Value(v.clone())),
+        (Some(_), _) => return next.span().or(here),
+    };
+    let found = match (&element, index) {
+        (Some(e), _) => span_of(e, rest),
+        (None, Some(_)) => next.span(),
+        (None, None) => span_of(next, rest),
+    };
+    found.or(here)
+}
+
 fn render(text: &str, at: Range<usize>, message: &str) -> String {
     let start = at.start.min(text.len());
     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
@@ -238,6 +313,41 @@ mod tests {
         assert_eq!(
             with_suggestion("unknown field `zzz`, expected `buffer` or `mark_threshold`"),
             "unknown field `zzz`, expected `buffer` or `mark_threshold`"
+        );
+    }
+
+    /// A check's message at the value its key path names; at the table of a missing key;
+    /// unchanged for a path an override set, or without a text.
+    #[test]
+    fn check_messages_point_at_the_value_their_key_path_names() {
+        let text = "[topology]\nkind = \"star\"\n[[flows]]\nsrc = 0\ndst = 1\n[[flows]]\nsrc = 0\ndst = 7\n[output.trace]\nports = [\"a->b\", \"x->y\"]\n";
+        let origin = |sets: &[&str]| {
+            super::super::Origin(Some(std::sync::Arc::new((
+                text.to_string(),
+                sets.iter().map(|s| (*s).to_string()).collect(),
+            ))))
+        };
+        let at = |path: &str, sets: &[&str]| at_key_path(&origin(sets), format!("{path}: bad"));
+        let m = at("flows[1].dst", &[]);
+        assert!(m.starts_with("at line 8, column 7\n"), "{m}");
+        assert!(m.ends_with("flows[1].dst: bad"), "{m}");
+        let m = at("output.trace.ports[1]", &[]);
+        assert!(m.starts_with("at line 10, column 18\n"), "{m}");
+        // A missing key: its table's header.
+        let m = at("flows[0].size", &[]);
+        assert!(m.starts_with("at line 3, column 1\n"), "{m}");
+        // Set by an override (the key, a table above it or a key under it): the text's
+        // value is not the one refused.
+        for set in ["flows[1].dst", "flows", "flows[1]"] {
+            assert_eq!(at("flows[1].dst", &[set]), "flows[1].dst: bad");
+        }
+        assert!(at("flows[1].dst", &["flows[0].dst"]).starts_with("at line 8"));
+        // Not a key path, or not in the text.
+        assert_eq!(at("no such", &[]), "no such: bad");
+        assert_eq!(at("controller.threshold", &[]), "controller.threshold: bad");
+        assert_eq!(
+            at_key_path(&super::super::Origin(None), "flows[1].dst: bad".into()),
+            "flows[1].dst: bad"
         );
     }
 }

@@ -21,8 +21,8 @@ use dcsim_workload::{FlowSource, GeneratorSpec, SourceCx};
 
 pub use build::port_by_label;
 pub use spec::{
-    EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec, SCHEMA_VERSION,
-    ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic, default_queue,
+    EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, Origin, OutputSpec,
+    SCHEMA_VERSION, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic, default_queue,
 };
 
 /// A scenario that cannot be loaded or built: one message that names where the problem is.
@@ -212,6 +212,15 @@ impl ScenarioSpec {
                 spec.schema_version
             )));
         }
+        let mut spec = spec;
+        let overridden = sets
+            .iter()
+            .filter_map(|s| s.split_once('=').map(|(p, _)| p.trim().to_string()))
+            .collect();
+        spec.origin = Origin(Some(std::sync::Arc::new((
+            original.to_string(),
+            overridden,
+        ))));
         Ok(spec)
     }
 }

@@ -63,6 +63,31 @@ pub struct ScenarioSpec {
     /// Directory of the scenario file (relative CDF and trace paths start there).
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
+    /// The text the spec was read from, so that the check can show where a value it
+    /// refuses is written.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// The text a [`ScenarioSpec`] was read from and the key paths that `--set` overrides
+/// changed (their values are not in the text). Specs compare equal whatever their origin.
+#[derive(Clone, Default)]
+pub struct Origin(pub(crate) Option<std::sync::Arc<(String, Vec<String>)>>);
+
+impl PartialEq for Origin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Origin(text)"
+        } else {
+            "Origin(none)"
+        })
+    }
 }
 
 fn schema_version() -> u32 {
