@@ -367,14 +367,19 @@ pub fn write_results(
     };
     let mut files: Vec<(&str, Body<'_>)> =
         extra.iter().map(|&(n, b)| (n, Body::Bytes(b))).collect();
-    if format == Format::Both {
-        let csv = results.files_with(None, &summary)?;
-        files.extend(&csv[..csv.len() - 1]);
-    }
-    files.extend(match format {
+    let written = match format {
         Format::Csv => results.files_with(None, &summary)?,
         Format::Parquet | Format::Both => results.files_with(Some(&parquet), &summary)?,
-    });
+    };
+    if format == Format::Both {
+        // The CSV files too; those written in both forms (packet traces, events.csv) once.
+        let csv = results.files_with(None, &summary)?;
+        files.extend(
+            csv.into_iter()
+                .filter(|(n, _)| !written.iter().any(|(m, _)| m == n)),
+        );
+    }
+    files.extend(written);
     dcsim::metrics::commit_files(dir, &files)
 }
 

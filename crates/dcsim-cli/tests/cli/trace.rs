@@ -174,3 +174,43 @@ hosts = [1]
     assert_eq!((data, bytes), (100, 146_000));
     assert!(credits >= 100, "{credits} credits");
 }
+
+/// A packet trace and an event log are written once whatever the format of the tables.
+#[test]
+fn traces_and_the_event_log_are_written_in_every_format() {
+    let d = tmp("trace-formats");
+    let f = write(
+        &d,
+        "[topology]\nkind = \"dumbbell\"\npairs = 1\n[[flows]]\nsrc = 0\ndst = 1\nsize = \"100KB\"\n\
+         [output.trace]\nhosts = [0]\n[output.events]\nflows = \"all\"\n",
+    );
+    for format in ["csv", "parquet", "both"] {
+        let out = d.join(format);
+        let o = dcsim(&[
+            "run",
+            &f,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--format",
+            format,
+        ]);
+        assert!(
+            o.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        for file in ["trace-h0.pcap", "events.csv"] {
+            let len = std::fs::metadata(out.join(file))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            assert!(len > 100, "{format}: {file} has {len} bytes");
+        }
+        let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+        assert_eq!(
+            manifest.matches("trace-h0.pcap").count(),
+            1,
+            "{format}: {manifest}"
+        );
+    }
+}
