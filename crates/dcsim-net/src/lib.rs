@@ -60,8 +60,9 @@ define_id!(
 pub enum NetEvent {
     /// The port's transmitter is free, or its queue discipline asked to be woken.
     PortReady(PortId),
-    /// The head packet of the port's link reaches the far end.
-    LinkArrive(PortId),
+    /// The head packet of the port's link reaches the far end. The event names the packet
+    /// too, so that the run loop can start loading it before the port (ADR 0006).
+    LinkArrive(PortId, PacketId),
 }
 
 /// What the network needs from its caller for one operation.

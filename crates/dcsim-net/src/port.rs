@@ -13,9 +13,12 @@
 //! **FIFO ports** ([`QueueDisc::is_fifo`]: drop-tail, ECN threshold) need no `PortReady`
 //! at all: a packet accepted behind others starts when the transmitter has sent everything
 //! before it, which is known on arrival, so the port computes its departure and its
-//! arrival at the far end at once and appends it to the link FIFO. The port remembers when
-//! each waiting packet starts and brings its counters (backlog, bytes sent, the time
-//! integral) up to date lazily, at the next arrival, departure or reading, exactly as if
+//! arrival at the far end at once and appends it to the link FIFO. The waiting packets are
+//! the last entries of that FIFO (each starts at its arrival time less the delay and its
+//! serialization time, so nothing else is stored), and the discipline only counts them
+//! ([`QueueDisc::port_keeps_order`]): a hop touches one ring buffer, not three (ADR 0006).
+//! The port brings its counters (backlog, bytes sent, the time integral) and the
+//! discipline's up to date lazily, at the next arrival, departure or reading, exactly as if
 //! a `PortReady` had run at each start. Every hop then costs one event, congested or not.
 //! Where a packet arrives at the very picosecond a waiting one starts, the start counts
 //! first (with events, the order of scheduling decided).
@@ -99,15 +102,16 @@ pub struct Port {
     /// Time of the pending `PortReady` event, or `Time::MAX`.
     pending_at: Time,
     /// Packets on the wire, with their arrival times at the far end (non-decreasing).
-    /// On a FIFO port, also the packets still waiting in the queue.
-    pipe: VecDeque<(Time, PacketId)>,
+    /// On a FIFO port, also the packets still waiting in the queue: the last `queued`.
+    pipe: VecDeque<OnLink>,
     /// Whether the discipline is a FIFO (see the module documentation).
     fifo: bool,
     /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
     pub(crate) tapped: bool,
-    /// On a FIFO port: when each packet still in the queue starts its transmission, with
-    /// its wire size and class, oldest first.
-    starts: VecDeque<(Time, u32, Class)>,
+    /// On a FIFO port: how many packets at the back of `pipe` have not started their
+    /// transmission yet. Each starts at its arrival time less the delay and its
+    /// serialization time, so the one ring holds the link and the queue.
+    queued: u32,
     backlog_bytes: u64,
     /// A `u32`, unlike the byte counts beside it: with two equal-sized neighbours the
     /// compiler reads both maxima as one 16-byte load right after two 8-byte stores, a
@@ -128,6 +132,42 @@ pub struct Port {
     pub(crate) stats: PortStats,
 }
 
+/// A packet in a port's link FIFO: when it reaches the far end, and (for a FIFO port's
+/// queue) its wire size and class, packed into 16 bytes.
+#[derive(Clone, Copy, Debug)]
+struct OnLink {
+    arrive: Time,
+    pkt: PacketId,
+    /// Wire size in the low 30 bits (frames are at most a few KB), class in the top 2.
+    size_class: u32,
+}
+
+impl OnLink {
+    const SIZE_BITS: u32 = 30;
+
+    #[inline]
+    fn new(arrive: Time, pkt: PacketId, size: u32, class: Class) -> Self {
+        debug_assert!(size < 1 << Self::SIZE_BITS, "frame of {size} B");
+        Self {
+            arrive,
+            pkt,
+            size_class: size | (class as u32) << Self::SIZE_BITS,
+        }
+    }
+    #[inline]
+    fn size(self) -> u32 {
+        self.size_class & ((1 << Self::SIZE_BITS) - 1)
+    }
+    #[inline]
+    fn class(self) -> Class {
+        match self.size_class >> Self::SIZE_BITS {
+            0 => Class::Data,
+            1 => Class::Control,
+            _ => Class::Credit,
+        }
+    }
+}
+
 /// How a port measures the queueing delay of the data packets it sends
 /// ([`crate::Telemetry::QUEUE_DELAY`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,7 +184,8 @@ enum DelayStamp {
 /// What a port asks its owner to schedule.
 pub(crate) struct PortSched {
     pub ready_at: Option<Time>,
-    pub arrive_at: Option<Time>,
+    /// A new head of the link: when it arrives, and which packet it is.
+    pub arrive_at: Option<(Time, PacketId)>,
 }
 
 impl Port {
@@ -157,6 +198,10 @@ impl Port {
         to_host: Option<HostId>,
     ) -> Self {
         let fifo = qdisc.is_fifo();
+        let mut qdisc = qdisc;
+        if fifo {
+            qdisc.port_keeps_order();
+        }
         Self {
             qdisc,
             rate,
@@ -171,7 +216,7 @@ impl Port {
             pipe: VecDeque::new(),
             fifo,
             tapped: false,
-            starts: VecDeque::new(),
+            queued: 0,
             backlog_bytes: 0,
             backlog_pkts: 0,
             class_backlog: [0; Class::COUNT],
@@ -255,6 +300,17 @@ impl Port {
         self.last_change = now;
     }
 
+    /// A packet of `size` wire bytes and `class` left the queue at `at` to be transmitted.
+    #[inline]
+    fn started(&mut self, at: Time, size: u32, class: Class) {
+        self.account(at);
+        self.backlog_bytes -= u64::from(size);
+        self.class_backlog[class as usize] -= u64::from(size);
+        self.backlog_pkts -= 1;
+        self.stats.tx_pkts += 1;
+        self.stats.tx_bytes[class as usize] += u64::from(size);
+    }
+
     /// Starts a measurement window at `now`: returns the counters so far (the caller keeps
     /// them as the base) and restarts the maxima from the current backlog.
     pub fn begin_window(&mut self, now: Time, pool: &mut PacketPool) -> PortStats {
@@ -282,25 +338,22 @@ impl Port {
     /// onto the freed slots for ever and every other flow out (ARCHITECTURE.md, step 2).
     #[inline]
     fn start_due<const ARRIVAL: bool>(&mut self, now: Time, pool: &mut PacketPool) {
-        while let Some(&(start, size, class)) = self.starts.front() {
+        while self.queued > 0 {
+            let next = self.pipe[self.pipe.len() - self.queued as usize];
+            let (size, class) = (next.size(), next.class());
+            let start = next.arrive - self.delay - self.tx_dur(size);
             if start > now || (ARRIVAL && start == now) {
                 break;
             }
-            self.starts.pop_front();
+            self.queued -= 1;
             let mut cx = QdiscCx {
                 now: start,
                 line_rate: self.rate,
                 pool,
                 marks: &mut self.stats.ecn_marks,
             };
-            let taken = self.qdisc.dequeue(&mut cx);
-            debug_assert!(taken.is_some(), "FIFO discipline lost a packet");
-            self.account(start);
-            self.backlog_bytes -= u64::from(size);
-            self.class_backlog[class as usize] -= u64::from(size);
-            self.backlog_pkts -= 1;
-            self.stats.tx_pkts += 1;
-            self.stats.tx_bytes[class as usize] += u64::from(size);
+            self.qdisc.depart(size, &mut cx);
+            self.started(start, size, class);
         }
     }
 
@@ -308,13 +361,14 @@ impl Port {
     /// as the packets queued now go, is at most `bytes` (`None` if it already is).
     pub(crate) fn drains_to(&self, bytes: u64) -> Option<Time> {
         let mut left = self.backlog_bytes;
-        for &(start, size, _) in &self.starts {
+        let waiting = self.pipe.len() - self.queued as usize;
+        for next in self.pipe.range(waiting..) {
             if left <= bytes {
                 return None;
             }
-            left -= u64::from(size);
+            left -= u64::from(next.size());
             if left <= bytes {
-                return Some(start);
+                return Some(next.arrive - self.delay - self.tx_dur(next.size()));
             }
         }
         None
@@ -350,7 +404,7 @@ impl Port {
                 self.stats.enqueued_pkts += 1;
                 let s = if self.fifo {
                     if now >= self.busy_until {
-                        self.try_transmit::<true>(now, pool)
+                        self.transmit_fifo(pkt, wire, pclass, now, pool)
                     } else {
                         self.queue_fifo(pkt, wire, pclass, now, pool)
                     }
@@ -360,7 +414,7 @@ impl Port {
                         p.queue_delay_ns = p.queue_delay_ns.wrapping_sub(now.as_ns() as u32);
                     }
                     if now >= self.busy_until {
-                        self.try_transmit::<false>(now, pool)
+                        self.try_transmit(now, pool)
                     } else {
                         PortSched {
                             ready_at: self.want_event(self.busy_until),
@@ -396,8 +450,8 @@ impl Port {
 
     /// The next arrival on the link, if any.
     #[inline]
-    pub(crate) fn pipe_front(&self) -> Option<&(Time, PacketId)> {
-        self.pipe.front()
+    pub(crate) fn pipe_front(&self) -> Option<(Time, PacketId)> {
+        self.pipe.front().map(|e| (e.arrive, e.pkt))
     }
 
     /// Handles a `PortReady` event at `now`.
@@ -424,7 +478,7 @@ impl Port {
                 arrive_at: None,
             };
         }
-        self.try_transmit::<false>(now, pool)
+        self.try_transmit(now, pool)
     }
 
     /// Records that an event is wanted at `at`; returns `Some(at)` if it must be scheduled
@@ -459,9 +513,10 @@ impl Port {
         let done = start + self.tx_dur(size);
         self.busy_until = done;
         let arrive = done + self.delay;
-        let arrive_at = self.pipe.is_empty().then_some(arrive);
-        self.pipe.push_back((arrive, pkt));
-        self.starts.push_back((start, size, class));
+        let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
+        self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
+        self.queued += 1;
+        debug_assert_eq!(start, arrive - self.delay - self.tx_dur(size));
         PortSched {
             ready_at: None,
             arrive_at,
@@ -480,10 +535,41 @@ impl Port {
         tx
     }
 
-    /// The transmitter is free at `now`: start the next eligible packet, if any. `FIFO`
-    /// says whether the port is a FIFO port (known at each call site).
+    /// On a FIFO port whose transmitter is free at `now`: `pkt`, just accepted and the only
+    /// packet held (every earlier one started before `now`), starts at once.
     #[inline]
-    fn try_transmit<const FIFO: bool>(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
+    fn transmit_fifo(
+        &mut self,
+        pkt: PacketId,
+        size: u32,
+        class: Class,
+        now: Time,
+        pool: &mut PacketPool,
+    ) -> PortSched {
+        debug_assert!(self.queued == 0 && self.backlog_pkts == 1);
+        let mut cx = QdiscCx {
+            now,
+            line_rate: self.rate,
+            pool,
+            marks: &mut self.stats.ecn_marks,
+        };
+        self.qdisc.depart(size, &mut cx);
+        self.started(now, size, class);
+        let done = now + self.tx_dur(size);
+        self.busy_until = done;
+        let arrive = done + self.delay;
+        let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
+        self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
+        PortSched {
+            ready_at: None,
+            arrive_at,
+        }
+    }
+
+    /// The transmitter of a port that is not a FIFO port is free at `now`: start the next
+    /// eligible packet, if any.
+    #[inline]
+    fn try_transmit(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
         let mut cx = QdiscCx {
             now,
             line_rate: self.rate,
@@ -505,21 +591,16 @@ impl Port {
         };
         let p = pool.get_mut(pkt);
         let size = p.wire_bytes;
-        let class = p.class as usize;
-        if !FIFO && self.delay_stamp == DelayStamp::Evented && p.class == Class::Data {
+        let class = p.class;
+        if self.delay_stamp == DelayStamp::Evented && class == Class::Data {
             p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);
         }
-        self.account(now);
-        self.backlog_bytes -= u64::from(size);
-        self.class_backlog[class] -= u64::from(size);
-        self.backlog_pkts -= 1;
-        self.stats.tx_pkts += 1;
-        self.stats.tx_bytes[class] += u64::from(size);
+        self.started(now, size, class);
         let done = now + self.tx_dur(size);
         self.busy_until = done;
         let arrive = done + self.delay;
-        let arrive_at = self.pipe.is_empty().then_some(arrive);
-        self.pipe.push_back((arrive, pkt));
+        let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
+        self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
         let ready_at = if self.backlog_pkts > 0 {
             self.want_event(done)
         } else {
@@ -538,17 +619,40 @@ impl Port {
         &mut self,
         now: Time,
         pool: &mut PacketPool,
-    ) -> (PacketId, Option<Time>) {
+    ) -> (PacketId, Option<(Time, PacketId)>) {
         if self.fifo {
             // The packet left the queue before it arrives: take it out of the discipline
             // before its receiver may free it.
             self.start_due::<false>(now, pool);
         }
-        let (t, pkt) = self
+        let head = self
             .pipe
             .pop_front()
             .expect("LinkArrive with an empty link");
-        debug_assert_eq!(t, now, "link FIFO out of order");
-        (pkt, self.pipe.front().map(|&(t, _)| t))
+        debug_assert_eq!(head.arrive, now, "link FIFO out of order");
+        debug_assert!(
+            self.pipe.len() >= self.queued as usize,
+            "a packet arrived before its transmission started"
+        );
+        (head.pkt, self.pipe_front())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_entry_keeps_size_and_class_in_sixteen_bytes() {
+        assert_eq!(size_of::<OnLink>(), 16);
+        for class in [Class::Data, Class::Control, Class::Credit] {
+            for size in [84, 1538, 9038, (1 << OnLink::SIZE_BITS) - 1] {
+                let e = OnLink::new(Time(7), PacketId(3), size, class);
+                assert_eq!(
+                    (e.arrive, e.pkt, e.size(), e.class()),
+                    (Time(7), PacketId(3), size, class)
+                );
+            }
+        }
     }
 }

@@ -211,7 +211,7 @@ impl LinkPair {
                 sched: &mut sched,
             };
             match ev {
-                Ev::Net(NetEvent::LinkArrive(port)) => {
+                Ev::Net(NetEvent::LinkArrive(port, _)) => {
                     let mut ncx = NetCx {
                         now,
                         pool: fcx.pool,

@@ -467,9 +467,9 @@ impl World {
             // rarely still in the L1 cache: start loading it now (fat-tree benchmark +5 %;
             // below the threshold the check costs more than it saves).
             if self.sched.len() >= PREFETCH_MIN_PENDING
-                && let Some(Event::Net(NetEvent::LinkArrive(p))) = self.sched.likely_next()
+                && let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = self.sched.likely_next()
             {
-                self.net.prefetch_arrival(p, &self.pool);
+                self.net.prefetch_arrival(p, pkt, &self.pool);
             }
             self.dispatch(now, ev);
             events += 1;
@@ -530,7 +530,7 @@ impl World {
     #[inline]
     fn dispatch(&mut self, now: Time, ev: Event) {
         match ev {
-            Event::Net(NetEvent::LinkArrive(p)) => {
+            Event::Net(NetEvent::LinkArrive(p, _)) => {
                 let mut cx = NetCx {
                     now,
                     pool: &mut self.pool,

@@ -83,6 +83,14 @@ impl QueueDisc for EcnThreshold {
     fn is_fifo(&self) -> bool {
         true
     }
+    fn port_keeps_order(&mut self) {
+        self.fifo.count_only();
+    }
+    #[inline]
+    fn depart(&mut self, wire_bytes: u32, _cx: &mut QdiscCx<'_>) {
+        let taken = self.fifo.take(wire_bytes);
+        debug_assert!(taken, "FIFO discipline lost a packet");
+    }
 }
 
 #[cfg(test)]

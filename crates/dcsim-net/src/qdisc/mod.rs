@@ -121,6 +121,18 @@ pub trait QueueDisc {
     fn is_fifo(&self) -> bool {
         false
     }
+    /// Called once on a FIFO port, before its first packet: the port keeps the packets in
+    /// order itself and will call [`QueueDisc::depart`] instead of `dequeue`, so the
+    /// discipline may stop storing IDs (a [`Fifo`] switches to [`Fifo::count_only`]).
+    fn port_keeps_order(&mut self) {}
+    /// On a FIFO port: the oldest packet held, of `wire_bytes` on the wire, starts its
+    /// transmission at `cx.now`. The default dequeues it.
+    #[inline]
+    fn depart(&mut self, wire_bytes: u32, cx: &mut QdiscCx<'_>) {
+        let _ = wire_bytes;
+        let taken = self.dequeue(cx);
+        debug_assert!(taken.is_some(), "FIFO discipline lost a packet");
+    }
 }
 
 /// A buffer limit or threshold, in bytes (`"150KB"`) or in packets (`"65pkts"`).
@@ -210,29 +222,63 @@ impl<'de> Deserialize<'de> for Amount {
 ///
 /// Entries carry the packet's wire size so that dequeue does not touch the packet.
 /// Push and pop are O(1); the ring buffer grows to the peak backlog and is then reused.
+///
+/// On a FIFO port the port keeps the packets in order itself ([`QueueDisc::port_keeps_order`]):
+/// the FIFO then only counts ([`Fifo::count_only`]), and the port names each departure's
+/// size ([`Fifo::take`]), so a hop touches one ring buffer instead of two.
 #[derive(Default, Debug)]
 pub struct Fifo {
     q: VecDeque<(PacketId, u32)>,
     bytes: u64,
+    pkts: u32,
+    counting: bool,
 }
 
 impl Fifo {
     /// Appends a packet of `wire_bytes`.
     #[inline]
     pub fn push(&mut self, pkt: PacketId, wire_bytes: u32) {
-        self.q.push_back((pkt, wire_bytes));
+        if !self.counting {
+            self.q.push_back((pkt, wire_bytes));
+        }
         self.bytes += u64::from(wire_bytes);
+        self.pkts += 1;
     }
-    /// Removes the head packet.
+    /// Removes the head packet (not in counting mode, which has no IDs).
     #[inline]
     pub fn pop(&mut self) -> Option<PacketId> {
+        debug_assert!(!self.counting, "a counting FIFO has no packet IDs");
         let (p, b) = self.q.pop_front()?;
         self.bytes -= u64::from(b);
+        self.pkts -= 1;
         Some(p)
     }
-    /// The head packet and its wire size.
+    /// Removes the head packet, whose wire size the caller knows to be `wire_bytes` (in
+    /// either mode). Returns `false` if the FIFO was empty.
+    #[inline]
+    pub fn take(&mut self, wire_bytes: u32) -> bool {
+        if self.pkts == 0 {
+            return false;
+        }
+        if !self.counting {
+            let (_, b) = self.q.pop_front().expect("counted packets are stored");
+            debug_assert_eq!(b, wire_bytes, "the FIFO's head has another size");
+        }
+        self.bytes -= u64::from(wire_bytes);
+        self.pkts -= 1;
+        true
+    }
+    /// From now on only counts: stores no IDs ([`Fifo::pop`] is then not available).
+    /// Only while empty.
+    pub fn count_only(&mut self) {
+        debug_assert_eq!(self.pkts, 0, "switching a non-empty FIFO to counting");
+        self.counting = true;
+        self.q = VecDeque::new();
+    }
+    /// The head packet and its wire size (not in counting mode).
     #[inline]
     pub fn peek(&self) -> Option<(PacketId, u32)> {
+        debug_assert!(!self.counting, "a counting FIFO has no packet IDs");
         self.q.front().copied()
     }
     /// Bytes held.
@@ -243,17 +289,17 @@ impl Fifo {
     /// Packets held.
     #[inline]
     pub fn len(&self) -> u32 {
-        self.q.len() as u32
+        self.pkts
     }
     /// Whether empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty()
+        self.pkts == 0
     }
     /// Whether a packet of `wire_bytes` fits under `limit`.
     #[inline]
     pub fn fits(&self, limit: Amount, wire_bytes: u32) -> bool {
-        !limit.exceeded_by(self.bytes, self.q.len() as u64, u64::from(wire_bytes))
+        !limit.exceeded_by(self.bytes, u64::from(self.pkts), u64::from(wire_bytes))
     }
 }
 
@@ -321,6 +367,13 @@ impl<T: QueueDisc + ?Sized> QueueDisc for Box<T> {
     }
     fn is_fifo(&self) -> bool {
         (**self).is_fifo()
+    }
+    fn port_keeps_order(&mut self) {
+        (**self).port_keeps_order();
+    }
+    #[inline]
+    fn depart(&mut self, wire_bytes: u32, cx: &mut QdiscCx<'_>) {
+        (**self).depart(wire_bytes, cx);
     }
 }
 
@@ -418,6 +471,13 @@ macro_rules! disciplines {
             }
             fn is_fifo(&self) -> bool {
                 match self { $(Self::$V(q) => q.is_fifo(),)+ Self::Custom(q) => q.is_fifo() }
+            }
+            fn port_keeps_order(&mut self) {
+                match self { $(Self::$V(q) => q.port_keeps_order(),)+ Self::Custom(q) => q.port_keeps_order() }
+            }
+            #[inline]
+            fn depart(&mut self, wire_bytes: u32, cx: &mut QdiscCx<'_>) {
+                match self { $(Self::$V(q) => q.depart(wire_bytes, cx),)+ Self::Custom(q) => q.depart(wire_bytes, cx) }
             }
         }
 
@@ -529,6 +589,33 @@ mod tests {
 
     use super::*;
     use crate::testkit::QdiscDriver;
+
+    #[test]
+    fn a_counting_fifo_counts_as_a_storing_one() {
+        let (mut stored, mut counted) = (Fifo::default(), Fifo::default());
+        counted.count_only();
+        for (i, size) in [1538, 84, 1538, 300].into_iter().enumerate() {
+            stored.push(PacketId(i as u32), size);
+            counted.push(PacketId(i as u32), size);
+        }
+        assert_eq!((counted.len(), counted.bytes()), (4, 3460));
+        assert!(!counted.fits(Amount::Packets(4), 84));
+        assert!(counted.fits(Amount::Bytes(3460 + 84), 84));
+        assert_eq!(stored.pop(), Some(PacketId(0)));
+        assert!(counted.take(1538));
+        assert!(stored.take(84), "take works on a storing FIFO too");
+        assert!(counted.take(84));
+        assert_eq!(stored.peek(), Some((PacketId(2), 1538)));
+        assert_eq!(
+            (counted.len(), counted.bytes()),
+            (stored.len(), stored.bytes())
+        );
+        assert!(counted.take(1538) && counted.take(300));
+        assert!(
+            counted.is_empty() && !counted.take(84),
+            "nothing left to take"
+        );
+    }
 
     #[test]
     fn amount_parses_bytes_and_packets() {

@@ -249,6 +249,17 @@ impl QueueDisc for Red {
     fn is_fifo(&self) -> bool {
         true // dequeue only notes, at the start time the port passes, that the queue empties
     }
+    fn port_keeps_order(&mut self) {
+        self.fifo.count_only();
+    }
+    #[inline]
+    fn depart(&mut self, wire_bytes: u32, cx: &mut QdiscCx<'_>) {
+        let taken = self.fifo.take(wire_bytes);
+        debug_assert!(taken, "FIFO discipline lost a packet");
+        if self.fifo.is_empty() {
+            self.idle_since = Some(cx.now);
+        }
+    }
 }
 
 #[cfg(test)]
