@@ -36,18 +36,18 @@ define_id!(
 );
 
 /// Counters of one port. Plain integers updated inline; aggregation happens at the end.
+/// Fields are in the order the packet path touches them (the drops last).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct PortStats {
+    /// Integral of the backlog over time, in byte·picoseconds (for the time-weighted mean).
+    pub backlog_area: u128,
     /// Packets accepted by the queue discipline.
     pub enqueued_pkts: u64,
     /// Packets whose transmission started.
     pub tx_pkts: u64,
     /// Wire bytes transmitted, per [`Class`].
     pub tx_bytes: [u64; Class::COUNT],
-    /// Packets dropped, per [`Class`].
-    pub drops: [u64; Class::COUNT],
-    /// Of the drops, those decided by an AQM rather than a full buffer.
-    pub aqm_drops: u64,
     /// Packets CE-marked here.
     pub ecn_marks: u64,
     /// Largest backlog seen, in wire bytes.
@@ -57,8 +57,10 @@ pub struct PortStats {
     /// Largest backlog of each [`Class`] alone, in wire bytes (the credit queue and the
     /// data queue of an ExpressPass port).
     pub max_class_backlog_bytes: [u64; Class::COUNT],
-    /// Integral of the backlog over time, in byte·picoseconds (for the time-weighted mean).
-    pub backlog_area: u128,
+    /// Packets dropped, per [`Class`].
+    pub drops: [u64; Class::COUNT],
+    /// Of the drops, those decided by an AQM rather than a full buffer.
+    pub aqm_drops: u64,
 }
 
 impl PortStats {
@@ -90,46 +92,51 @@ impl PortStats {
 }
 
 /// One egress port and the link leaving it.
+///
+/// Laid out by use, on cache-line boundaries (on a fat-tree with thousands of ports a hop
+/// is bound by the lines it touches): what an arrival reads first, then the backlog, the
+/// counters and the discipline, and last what the packet path never touches.
+#[repr(C, align(64))]
 pub struct Port {
-    pub(crate) qdisc: Qdisc,
-    pub(crate) rate: Rate,
-    /// Picoseconds per wire byte when the rate divides 8·10¹² exactly (every standard
-    /// Ethernet rate does), else 0: serialization is then one multiplication.
-    ps_per_byte: u64,
-    pub(crate) delay: Dur,
-    /// When the packet being serialized has left the transmitter.
-    busy_until: Time,
-    /// Time of the pending `PortReady` event, or `Time::MAX`.
-    pending_at: Time,
     /// Packets on the wire, with their arrival times at the far end (non-decreasing).
     /// On a FIFO port, also the packets still waiting in the queue: the last `queued`.
     pipe: VecDeque<OnLink>,
-    /// Whether the discipline is a FIFO (see the module documentation).
-    fifo: bool,
-    /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
-    pub(crate) tapped: bool,
+    pub(crate) delay: Dur,
+    /// Picoseconds per wire byte when the rate divides 8·10¹² exactly (every standard
+    /// Ethernet rate does), else 0: serialization is then one multiplication.
+    ps_per_byte: u64,
+    /// When the packet being serialized has left the transmitter.
+    busy_until: Time,
     /// On a FIFO port: how many packets at the back of `pipe` have not started their
     /// transmission yet. Each starts at its arrival time less the delay and its
     /// serialization time, so the one ring holds the link and the queue.
     queued: u32,
-    backlog_bytes: u64,
+    /// Whether the discipline is a FIFO (see the module documentation).
+    fifo: bool,
+    /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
+    pub(crate) tapped: bool,
+    /// How the port adds queueing delay to data packets' `queue_delay_ns`, if it does.
+    delay_stamp: DelayStamp,
+    /// The host at the far end, if the link leads to a host.
+    pub(crate) to_host: Option<HostId>,
+    pub(crate) peer_node: NodeId,
     /// A `u32`, unlike the byte counts beside it: with two equal-sized neighbours the
     /// compiler reads both maxima as one 16-byte load right after two 8-byte stores, a
     /// store-forwarding stall on every enqueue.
     backlog_pkts: u32,
-    class_backlog: [u64; Class::COUNT],
+    backlog_bytes: u64,
     last_change: Time,
+    class_backlog: [u64; Class::COUNT],
+    pub(crate) rate: Rate,
+    pub(crate) stats: PortStats,
+    pub(crate) qdisc: Qdisc,
+    /// Time of the pending `PortReady` event, or `Time::MAX`.
+    pending_at: Time,
     pub(crate) node: NodeId,
-    pub(crate) peer_node: NodeId,
     /// The port of the opposite direction of the same link.
     pub(crate) reverse: PortId,
-    /// The host at the far end, if the link leads to a host.
-    pub(crate) to_host: Option<HostId>,
     /// The host this port belongs to, if it is a NIC.
     pub(crate) from_host: Option<HostId>,
-    /// How the port adds queueing delay to data packets' `queue_delay_ns`, if it does.
-    delay_stamp: DelayStamp,
-    pub(crate) stats: PortStats,
 }
 
 /// A packet in a port's link FIFO: when it reaches the far end, and (for a FIFO port's
