@@ -55,7 +55,8 @@
 //!   all but `Pipelined` are deterministic for a given thread count.
 //! * No global state, and no `unsafe` code except two blocks in the private `isa` module
 //!   that call a BMI2 instruction after checking the CPU has it (see that module and
-//!   `docs/adr/0003-unsafe-for-bit-deposit.md`); every other crate forbids `unsafe`.
+//!   `docs/adr/0003-unsafe-for-bit-deposit.md`); every other crate forbids `unsafe`, but for
+//!   dcsim-engine's one prefetch instruction (`docs/adr/0007-prefetch-instruction.md`).
 #![warn(missing_docs, unreachable_pub)]
 #![deny(unsafe_code)]
 

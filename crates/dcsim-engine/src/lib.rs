@@ -15,9 +15,10 @@
 //!
 //! There is no global state: two simulations can run in one process at once.
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed in `prefetch` only (ADR 0007)
 
 mod id;
+pub mod prefetch;
 mod rng;
 mod sched;
 pub mod spec;

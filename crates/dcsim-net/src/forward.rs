@@ -120,17 +120,17 @@ impl Network {
     /// will touch, so that these loads overlap the handling of the current event. The
     /// event names the packet, so its load does not wait for the port's (ADR 0006).
     ///
-    /// Without `unsafe` (forbidden here) there is no prefetch instruction; a load whose
-    /// value nothing waits for does the same for an out-of-order processor (measured: an
-    /// `_mm_prefetch` in its place was no faster). Loading more was measured and is not
-    /// better: the port's other cache lines gave nothing, and following the chain to the
-    /// packet's route and next port made the fat-tree benchmark 10 % slower.
+    /// Prefetch instructions (ADR 0007), not loads: a load that misses holds up the
+    /// retirement of everything after it until its data arrives, and an event's handling is
+    /// longer than the processor's reorder window. Only the port's first line (the link
+    /// FIFO's descriptor, to find the head entry) is a real load. Measured: plain loads of
+    /// the packet and the head entry instead cost the k = 24 fat-tree about 11 % more time
+    /// per hop; following the chain to the packet's route and next port (with loads) made
+    /// the fat-tree benchmark 10 % slower.
     #[inline]
     pub fn prefetch_arrival(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
-        std::hint::black_box(pool.get(pkt).hop);
-        if let Some((at, _)) = self.ports[port.index()].pipe_front() {
-            std::hint::black_box(at);
-        }
+        self.ports[port.index()].prefetch_arrival();
+        dcsim_engine::prefetch::prefetch(pool.get(pkt));
     }
 
     /// Per-packet spraying: round-robin over the equal-cost next hops at `node`.

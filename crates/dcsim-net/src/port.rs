@@ -455,6 +455,16 @@ impl Port {
         }
     }
 
+    /// Starts loading what an arrival reads: the head of the link FIFO and the port's
+    /// second line (the far end, the backlog).
+    #[inline]
+    pub(crate) fn prefetch_arrival(&self) {
+        if let Some(head) = self.pipe.front() {
+            dcsim_engine::prefetch::prefetch(head);
+        }
+        dcsim_engine::prefetch::prefetch(&self.peer_node);
+    }
+
     /// The next arrival on the link, if any.
     #[inline]
     pub(crate) fn pipe_front(&self) -> Option<(Time, PacketId)> {
