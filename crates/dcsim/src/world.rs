@@ -799,9 +799,9 @@ impl World {
             .collect();
     }
 
-    /// Puts the temporary files of the time series and the packet traces in `dir` (by
-    /// default the system's temporary folder, which may be in memory): the command line
-    /// puts them beside the results. Call before the run.
+    /// Puts the temporary files of the time series, the packet traces and the event log
+    /// in `dir` (by default the system's temporary folder, which may be in memory): the
+    /// command line puts them beside the results. Call before the run.
     pub fn spill_time_series_in(&mut self, dir: &std::path::Path) {
         if let Some(s) = self.sampler.as_mut() {
             s.spill = SampleSpill::new(Some(dir.to_path_buf()));
@@ -815,7 +815,7 @@ impl World {
     }
 
     /// [`World::spill_time_series_in`] the folder that will hold the results folder
-    /// `out`, so the time series is on the results' disk.
+    /// `out`, so the temporary files are on the results' disk.
     pub fn spill_time_series_beside(&mut self, out: &std::path::Path) {
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
         self.spill_time_series_in(parent.unwrap_or(std::path::Path::new(".")));
