@@ -527,17 +527,31 @@ impl Port {
             let wait = (start.as_ns() - now.as_ns()) as u32;
             p.queue_delay_ns = p.queue_delay_ns.saturating_add(wait);
         }
+        let (_, arrive_at) = self.put_on_link(start, pkt, size, class);
+        self.queued += 1;
+        PortSched {
+            ready_at: None,
+            arrive_at,
+        }
+    }
+
+    /// `pkt` starts its transmission at `start`: appends it to the link FIFO. Returns when
+    /// it has left the transmitter and, if it is the new head of the link, its arrival.
+    #[inline]
+    fn put_on_link(
+        &mut self,
+        start: Time,
+        pkt: PacketId,
+        size: u32,
+        class: Class,
+    ) -> (Time, Option<(Time, PacketId)>) {
         let done = start + self.tx_dur(size);
         self.busy_until = done;
         let arrive = done + self.delay;
         let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
         self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
-        self.queued += 1;
         debug_assert_eq!(start, arrive - self.delay - self.tx_dur(size));
-        PortSched {
-            ready_at: None,
-            arrive_at,
-        }
+        (done, arrive_at)
     }
 
     /// Serialization time of `size` wire bytes.
@@ -572,11 +586,7 @@ impl Port {
         };
         self.qdisc.depart(size, &mut cx);
         self.started(now, size, class);
-        let done = now + self.tx_dur(size);
-        self.busy_until = done;
-        let arrive = done + self.delay;
-        let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
-        self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
+        let (_, arrive_at) = self.put_on_link(now, pkt, size, class);
         PortSched {
             ready_at: None,
             arrive_at,
@@ -613,11 +623,7 @@ impl Port {
             p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);
         }
         self.started(now, size, class);
-        let done = now + self.tx_dur(size);
-        self.busy_until = done;
-        let arrive = done + self.delay;
-        let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
-        self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
+        let (done, arrive_at) = self.put_on_link(now, pkt, size, class);
         let ready_at = if self.backlog_pkts > 0 {
             self.want_event(done)
         } else {
