@@ -10,18 +10,38 @@
 /// A no-op where the target has no prefetch instruction that we use.
 #[inline(always)]
 pub fn prefetch<T>(value: &T) {
+    prefetch_address(std::ptr::from_ref(value).cast());
+}
+
+/// Starts loading every cache line that `*value` spans (for a value that a coming event
+/// will touch all over, such as a port).
+#[inline(always)]
+pub fn prefetch_lines<T: ?Sized>(value: &T) {
+    let start = std::ptr::from_ref(value).cast::<u8>();
+    let first = start.addr() & !(LINE - 1);
+    let end = start.addr() + size_of_val(value).max(1);
+    let mut line = first;
+    while line < end {
+        prefetch_address(start.wrapping_add(line - start.addr()));
+        line += LINE;
+    }
+}
+
+/// The cache line size assumed for [`prefetch_lines`].
+const LINE: usize = 64;
+
+#[inline(always)]
+fn prefetch_address(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     #[allow(unsafe_code)]
     // SAFETY: `prefetcht0` has no architectural effect and never faults (Intel SDM,
-    // PREFETCHh: "does not affect program behavior"); SSE, which the intrinsic is
-    // declared to need, is part of the x86-64 baseline, so it is always present.
+    // PREFETCHh: "does not affect program behavior"), whatever the address; SSE, which the
+    // intrinsic is declared to need, is part of the x86-64 baseline, so it is always present.
     unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            std::ptr::from_ref(value).cast(),
-        );
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(address.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = address;
 }
 
 #[cfg(test)]
@@ -35,6 +55,8 @@ mod tests {
             prefetch(x);
         }
         prefetch(&v[1023]);
+        prefetch_lines(&v[..]);
+        prefetch_lines(&[0u8; 0]);
         assert_eq!(v.iter().sum::<u64>(), 1023 * 1024 / 2);
     }
 }

@@ -126,11 +126,46 @@ impl Network {
     /// FIFO's descriptor, to find the head entry) is a real load. Measured: plain loads of
     /// the packet and the head entry instead cost the k = 24 fat-tree about 11 % more time
     /// per hop; following the chain to the packet's route and next port (with loads) made
-    /// the fat-tree benchmark 10 % slower.
+    /// the fat-tree benchmark 10 % slower, unless the first links of the chain were
+    /// prefetched an event earlier ([`Network::prefetch_arrival_early`]).
     #[inline]
     pub fn prefetch_arrival(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
         self.ports[port.index()].prefetch_arrival();
         dcsim_engine::prefetch::prefetch(pool.get(pkt));
+    }
+
+    /// The first step of a look-ahead two events deep: starts loading what a `LinkArrive`
+    /// of `pkt` at `port`, the event after the next one, will touch first (the packet and
+    /// the port's first two lines: the link FIFO's descriptor, the far end), so that
+    /// [`Network::prefetch_arrival_and_next_hop`] can read them one event later without
+    /// waiting.
+    #[inline]
+    pub fn prefetch_arrival_early(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
+        if let Some(p) = self.ports.get(port.index()) {
+            p.prefetch_arrival_early();
+        }
+        dcsim_engine::prefetch::prefetch(pool.get(pkt));
+    }
+
+    /// The second step of a look-ahead two events deep, for the next event, a `LinkArrive`
+    /// of `pkt` at `port`: as [`Network::prefetch_arrival`], and if the packet is
+    /// source-routed and will be forwarded, every line of the port it will leave by (the
+    /// egress port's counters, backlog and discipline are the other half of a hop's
+    /// misses). It reads the packet, the port's first two lines and the route; call it
+    /// where [`Network::prefetch_arrival_early`] ran for this arrival one event earlier.
+    /// A sprayed packet's next hop is chosen on arrival, and nothing is loaded for it.
+    #[inline]
+    pub fn prefetch_arrival_and_next_hop(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
+        let link = &self.ports[port.index()];
+        link.prefetch_arrival();
+        let p = pool.get(pkt);
+        if link.to_host.is_none()
+            && p.route != RouteId::NONE
+            && let Some(egress) = self.routes.get(p.route, p.hop.wrapping_add(1))
+            && let Some(next) = self.ports.get(egress.index())
+        {
+            dcsim_engine::prefetch::prefetch_lines(next);
+        }
     }
 
     /// Per-packet spraying: round-robin over the equal-cost next hops at `node`.

@@ -455,6 +455,14 @@ impl Port {
         }
     }
 
+    /// Starts loading the lines an arrival reads first: the link FIFO's descriptor and the
+    /// far end (the port's first two lines).
+    #[inline]
+    pub(crate) fn prefetch_arrival_early(&self) {
+        dcsim_engine::prefetch::prefetch(&self.pipe);
+        dcsim_engine::prefetch::prefetch(&self.peer_node);
+    }
+
     /// Starts loading what an arrival reads: the head of the link FIFO and the port's
     /// second line (the far end, the backlog).
     #[inline]

@@ -200,6 +200,13 @@ impl RouteTable {
         self.ports[id.index() + usize::from(hop)]
     }
 
+    /// The entry at hop `hop` of route `id`, if the table has one there (for a prefetch
+    /// hint, which may read past the end of a route).
+    #[inline]
+    pub(crate) fn get(&self, id: RouteId, hop: u8) -> Option<PortId> {
+        self.ports.get(id.index() + usize::from(hop)).copied()
+    }
+
     /// Number of stored port entries (memory use).
     pub(crate) fn len(&self) -> usize {
         self.ports.len()
