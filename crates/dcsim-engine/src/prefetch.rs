@@ -18,13 +18,18 @@ pub fn prefetch<T>(value: &T) {
 #[inline(always)]
 pub fn prefetch_lines<T: ?Sized>(value: &T) {
     let start = std::ptr::from_ref(value).cast::<u8>();
-    let first = start.addr() & !(LINE - 1);
-    let end = start.addr() + size_of_val(value).max(1);
-    let mut line = first;
-    while line < end {
-        prefetch_address(start.wrapping_add(line - start.addr()));
-        line += LINE;
+    let misalign = start.addr() & (LINE - 1);
+    let first = start.wrapping_sub(misalign);
+    for line in 0..lines_spanned(misalign, size_of_val(value)) {
+        prefetch_address(first.wrapping_add(line * LINE));
     }
+}
+
+/// How many lines a value of `size` bytes spans when it starts `misalign` bytes into a
+/// line (a zero-sized value still names one).
+#[inline(always)]
+fn lines_spanned(misalign: usize, size: usize) -> usize {
+    (misalign + size.max(1)).div_ceil(LINE)
 }
 
 /// The cache line size assumed for [`prefetch_lines`].
@@ -56,7 +61,18 @@ mod tests {
         }
         prefetch(&v[1023]);
         prefetch_lines(&v[..]);
+        prefetch_lines(&v[3..17]);
         prefetch_lines(&[0u8; 0]);
         assert_eq!(v.iter().sum::<u64>(), 1023 * 1024 / 2);
+    }
+
+    #[test]
+    fn every_line_of_a_value_is_named_once() {
+        assert_eq!(lines_spanned(0, 384), 6, "a port: six whole lines");
+        assert_eq!(lines_spanned(24, 112), 3);
+        assert_eq!(lines_spanned(63, 2), 2);
+        assert_eq!(lines_spanned(0, 64), 1);
+        assert_eq!(lines_spanned(0, 65), 2);
+        assert_eq!(lines_spanned(10, 0), 1);
     }
 }
