@@ -62,8 +62,12 @@ def main() -> None:
     ]
     print(stats.to_string(index=False))
 
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:
+        print("slowdown.png not drawn: matplotlib is not installed (pip install '.[plot]');"
+              f" the sweep's data is complete in {out}")
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
