@@ -264,10 +264,10 @@ const PREFETCH_MIN_PENDING: usize = 64;
 
 /// Pending events from which the event loop looks two events ahead
 /// ([`Network::prefetch_arrival_and_next_hop`]). Measured in alternating pairs of `dcsim
-/// bench --quick`: 1.35x faster per hop on the k = 24 fat-tree (18,000 pending events),
-/// 7 % slower on the k = 8 fat-tree (700; its ports fit in the L2 cache, so the extra
-/// instructions buy nothing), and from 5 % slower to 18 % faster on the k = 16 fat-tree
-/// (5,300), depending on the hour.
+/// bench --quick`: 1.30x faster per hop on the k = 24 fat-tree (18,000 pending events).
+/// With the look-ahead on for them, the k = 8 fat-tree (700; its ports fit in the L2
+/// cache, so the extra instructions buy nothing) was 7 % slower, and the k = 16 fat-tree
+/// (5,300) from 5 % slower to 18 % faster, depending on the hour.
 const DEEP_PREFETCH_MIN_PENDING: usize = 8192;
 
 impl World {
