@@ -41,7 +41,7 @@ pub enum ColumnarError {
         /// What went wrong.
         message: String,
     },
-    /// The time series could not be read back from its file.
+    /// The time series or the event log could not be read back from its file.
     #[error("{0}")]
     Timeseries(#[from] std::io::Error),
     /// Writing Parquet failed.
@@ -57,15 +57,15 @@ pub enum ColumnarError {
 /// One table of a run's results.
 #[derive(Clone, Debug)]
 pub struct Table {
-    /// `flows`, `ports`, `buckets`, `tiers` or `timeseries` (the CSV file's stem).
+    /// `flows`, `ports`, `buckets`, `tiers`, `timeseries` or `events` (the CSV file's stem).
     pub name: &'static str,
     /// The rows, with the schema and its metadata.
     pub batch: RecordBatch,
 }
 
 /// The names of the tables, in the order [`tables`] returns them (`timeseries` only when the
-/// run sampled).
-pub const TABLES: [&str; 5] = ["flows", "ports", "buckets", "tiers", "timeseries"];
+/// run sampled, `events` only when it logged flows).
+pub const TABLES: [&str; 6] = ["flows", "ports", "buckets", "tiers", "timeseries", "events"];
 
 use DataType::{Boolean, Float64, UInt32, UInt64, Utf8};
 
@@ -147,6 +147,14 @@ const TIMESERIES: &[(&str, DataType, bool)] = &[
     ("value", Float64, false),
 ];
 
+/// The long form of the time series, `id` always a flow number.
+const EVENTS: &[(&str, DataType, bool)] = &[
+    ("time_ns", UInt64, false),
+    ("kind", Utf8, false),
+    ("id", UInt32, false),
+    ("value", Float64, false),
+];
+
 /// The fixed columns of a table (for `flows`, the transport counters follow them).
 ///
 /// # Panics
@@ -163,11 +171,13 @@ fn columns_of(table: &str) -> &'static [(&'static str, DataType, bool)] {
         "buckets" => BUCKETS,
         "tiers" => TIERS,
         "timeseries" => TIMESERIES,
+        "events" => EVENTS,
         _ => panic!("no table {table}"),
     }
 }
 
-/// The tables of a run: flows, ports, buckets, tiers, and timeseries if the run sampled.
+/// The tables of a run: flows, ports, buckets, tiers, timeseries if the run sampled, and
+/// events if it logged flows (`[output.events]`).
 ///
 /// # Errors
 /// Rows that do not fit the schema (a bug, reported rather than a panic).
@@ -229,6 +239,9 @@ pub fn tables_with_counters(
     if let Some(s) = results.samples()? {
         out.push(table("timeseries", &[], &Plain(&s))?);
     }
+    if let Some(e) = results.events()? {
+        out.push(table("events", &[], &Plain(&e))?);
+    }
     Ok(out)
 }
 
@@ -251,6 +264,7 @@ pub fn parquet_name(table: &str) -> &'static str {
         "ports" => "ports.parquet",
         "buckets" => "buckets.parquet",
         "tiers" => "tiers.parquet",
+        "events" => "events.parquet",
         _ => "timeseries.parquet",
     }
 }

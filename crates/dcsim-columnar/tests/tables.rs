@@ -129,9 +129,11 @@ fn tables_and_parquet_equal_the_csv_files_tcp_with_timeseries() {
             "output.timeseries.every=\"100us\"",
             "output.timeseries.flows=[0, 1]",
             "output.timeseries.ports=[\"sw->h0\"]",
+            "output.events.flows=[0, 1]",
         ],
     );
     assert!(r.samples().unwrap().is_some_and(|s| !s.is_empty()));
+    assert!(r.events().unwrap().is_some_and(|e| !e.is_empty()));
     assert_eq!(r.flow_counter_columns(), ["timeouts"]);
     check_run(&r, &dir);
     std::fs::remove_dir_all(&dir).ok();
@@ -176,6 +178,7 @@ fn columns_are_those_of_the_current_schema_version() {
             "generators[0].pattern.max_flows=50",
             "output.timeseries.every=\"1ms\"",
             "output.timeseries.flows=[0]",
+            "output.events.flows=[0]",
         ],
     );
     let mut actual: std::collections::BTreeMap<&str, Vec<String>> = tables(&r)

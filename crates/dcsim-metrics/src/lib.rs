@@ -167,6 +167,20 @@ pub struct SampleRow {
     pub value: f64,
 }
 
+/// One row of `events.csv`, the per-flow event log: the long format of `timeseries.csv`,
+/// with `id` always a flow number.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EventRow {
+    /// When, ns.
+    pub time_ns: u64,
+    /// What changed (`start`, `cwnd_bytes`, `ce_arrived`, `completed`, ...).
+    pub kind: String,
+    /// Flow number.
+    pub id: u32,
+    /// The new value, or what the kind says.
+    pub value: f64,
+}
+
 /// The version of the output files' layout (columns of the CSV and Parquet files, keys of
 /// summary.json), written into summary.json, index.json and the Parquet metadata. Changed
 /// whenever a column or key is added, removed, renamed or changes meaning; docs/output.md
@@ -175,7 +189,7 @@ pub struct SampleRow {
 ///
 /// Version 2: statistics of nothing (an empty bucket, no completed flow) are empty cells
 /// and nulls instead of zeros; `schema_version` added to summary.json and index.json.
-pub const OUTPUT_SCHEMA_VERSION: u32 = 3;
+pub const OUTPUT_SCHEMA_VERSION: u32 = 4;
 
 /// Percentiles and mean of a sample. Serialized with every statistic null when the sample
 /// is empty (`count` 0), so that no reader averages a zero that was never measured.

@@ -106,8 +106,9 @@ impl NativeResult {
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
-    /// The table `name` (flows, ports, buckets, tiers, timeseries) as a pyarrow
-    /// RecordBatch, or None for timeseries of a run that did not sample.
+    /// The table `name` (flows, ports, buckets, tiers, timeseries, events) as a pyarrow
+    /// RecordBatch, or None for timeseries of a run that did not sample and events of one
+    /// that logged no flow.
     fn table<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         if !dcsim_columnar::TABLES.contains(&name) {
             return Err(PyValueError::new_err(format!(

@@ -71,10 +71,12 @@ def test_set_uses_the_paths_of_dash_dash_set(cli, tmp_path):
 def test_dataframes_equal_the_cli_csv_files(cli, tmp_path):
     sc = short("websearch-star.toml")
     sc.set("output.timeseries", {"every": "200us", "flows": [0, 1], "ports": ["sw->h0"]})
+    sc.set("output.events", {"flows": [0, 1]})
     res = sc.run()
     out = tmp_path / "cli"
     res.write(out)
-    for name in ("flows", "ports", "buckets", "tiers", "timeseries"):
+    assert len(res.events) > 0 and set(res.events["id"]) == {0, 1}
+    for name in ("flows", "ports", "buckets", "tiers", "timeseries", "events"):
         csv = pd.read_csv(out / f"{name}.csv", keep_default_na=False, na_values=[""])
         df = getattr(res, name)
         assert list(df.columns) == list(csv.columns), name
@@ -86,7 +88,7 @@ def test_dataframes_equal_the_cli_csv_files(cli, tmp_path):
     for s in sc.overrides:
         args += ["--set", s]
     run_cli(cli, *args)
-    for f in ("flows.csv", "ports.csv", "buckets.csv", "tiers.csv", "timeseries.csv"):
+    for f in ("flows.csv", "ports.csv", "buckets.csv", "tiers.csv", "timeseries.csv", "events.csv"):
         assert (out / f).read_bytes() == (tmp_path / "c2" / f).read_bytes(), f
     assert res.to_polars("flows").shape == res.flows.shape
 
@@ -98,6 +100,7 @@ def test_expresspass_counters_and_no_timeseries():
     assert (res.flows["credits_sent"] > 0).all()
     plain = dcsim.Scenario.from_file(SCENARIOS / "websearch-star.toml").set("generators[0].pattern.max_flows", 50)
     assert plain.run().timeseries is None
+    assert plain.run().events is None
 
 
 @pytest.mark.parametrize(

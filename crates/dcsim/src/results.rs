@@ -8,7 +8,8 @@ use std::path::Path;
 use dcsim_engine::Time;
 use dcsim_metrics::analysis::{BucketStats, FlowSample, TierStats, bucket_stats, tier_stats};
 use dcsim_metrics::{
-    Body, Counters, Distribution, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain, to_csv,
+    Body, Counters, Distribution, EventRow, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain,
+    to_csv,
 };
 use dcsim_net::{Class, FlowId, PortId};
 use dcsim_transport::TransportSpec;
@@ -40,6 +41,21 @@ pub struct Results {
     traces: Vec<(String, io::Result<fs::File>)>,
     /// events.csv if the run logged flows (`[output.events]`), like `timeseries`.
     events: Option<io::Result<fs::File>>,
+}
+
+/// The rows of a file written during the run (timeseries.csv, events.csv).
+fn read_rows<T: serde::de::DeserializeOwned>(
+    file: Option<&fs::File>,
+    name: &str,
+) -> io::Result<Option<Vec<T>>> {
+    let Some(f) = file else {
+        return Ok(None);
+    };
+    csv::Reader::from_reader(Body::File(f).reader())
+        .deserialize()
+        .collect::<Result<Vec<T>, _>>()
+        .map(Some)
+        .map_err(|e| io::Error::other(format!("{name}: {e}")))
 }
 
 const FLOW_HEADER: &[&str] = &[
@@ -506,11 +522,10 @@ impl Results {
                 f
             }
         };
-        if let Some(f) = &self.events {
-            match f {
-                Ok(f) => files.push(("events.csv", Body::File(f))),
-                Err(e) => return Err(io::Error::new(e.kind(), e.to_string())),
-            }
+        // The event log as CSV unless the tables given hold it.
+        let events_given = tables.is_some_and(|t| t.iter().any(|(n, _)| *n == "events.parquet"));
+        if !events_given && let Some(f) = self.events_file()? {
+            files.push(("events.csv", Body::File(f)));
         }
         for (name, f) in &self.traces {
             match f {
@@ -540,14 +555,28 @@ impl Results {
     /// # Errors
     /// The file could not be written or read back.
     pub fn samples(&self) -> io::Result<Option<Vec<SampleRow>>> {
-        let Some(f) = self.timeseries_file()? else {
-            return Ok(None);
-        };
-        csv::Reader::from_reader(Body::File(f).reader())
-            .deserialize()
-            .collect::<Result<Vec<SampleRow>, _>>()
-            .map(Some)
-            .map_err(|e| io::Error::other(format!("timeseries.csv: {e}")))
+        read_rows(self.timeseries_file()?, "timeseries.csv")
+    }
+
+    /// events.csv, if the run logged flows (an open file, read by position).
+    ///
+    /// # Errors
+    /// The log could not be written to its temporary file during the run.
+    pub fn events_file(&self) -> io::Result<Option<&fs::File>> {
+        match &self.events {
+            None => Ok(None),
+            Some(Ok(f)) => Ok(Some(f)),
+            Some(Err(e)) => Err(io::Error::new(e.kind(), e.to_string())),
+        }
+    }
+
+    /// The rows of events.csv (the long form of timeseries.csv, `id` a flow number),
+    /// read from disk, or `None` if the run logged no flow.
+    ///
+    /// # Errors
+    /// The file could not be written or read back.
+    pub fn events(&self) -> io::Result<Option<Vec<EventRow>>> {
+        read_rows(self.events_file()?, "events.csv")
     }
 
     /// summary.json as written: pretty JSON with a final newline.

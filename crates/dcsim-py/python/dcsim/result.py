@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     import pandas as pd
     import polars as pl
 
-TABLES = ("flows", "ports", "buckets", "tiers", "timeseries")
+TABLES = ("flows", "ports", "buckets", "tiers", "timeseries", "events")
 
 
 class Result:
     """Everything a run produced: ``summary`` (summary.json as a dict) and the tables of
     docs/output.md as DataFrames (``flows``, ``ports``, ``buckets``, ``tiers``,
-    ``timeseries``), with the columns, order and values of the CSV files ``dcsim run``
+    ``timeseries``, ``events``), with the columns, order and values of the CSV files ``dcsim run``
     writes. Each DataFrame's ``attrs["units"]`` maps its columns to their units.
 
     Integer columns that can be empty (``end_ns``, ``fct_ns``, ``size_bytes``, the
@@ -45,7 +45,8 @@ class Result:
 
     def table(self, name: str) -> pa.Table | None:
         """The table ``name`` as a pyarrow Table with its schema metadata (units and
-        meanings per field); None for ``timeseries`` of a run that did not sample."""
+        meanings per field); None for ``timeseries`` of a run that did not sample and
+        ``events`` of one that logged no flow."""
         batch = self._native.table(name)
         return None if batch is None else pa.Table.from_batches([batch])
 
@@ -84,6 +85,13 @@ class Result:
         """Periodic samples in long form (timeseries.csv); None without
         ``[output.timeseries]``."""
         return self._frame("timeseries")
+
+    @cached_property
+    def events(self) -> pd.DataFrame | None:
+        """The per-flow event log in long form (events.csv: every change of the chosen
+        flows' state and counters, stamped when it happened); None without
+        ``[output.events]``."""
+        return self._frame("events")
 
     def to_polars(self, name: str) -> pl.DataFrame | None:
         """The table ``name`` as a polars DataFrame (needs polars installed)."""

@@ -20,7 +20,7 @@ from dcsim.scenario import Scenario, toml_literal
 if TYPE_CHECKING:
     from distributed import Client
 
-TABLES = ("flows", "ports", "buckets", "tiers", "timeseries")
+TABLES = ("flows", "ports", "buckets", "tiers", "timeseries", "events")
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Sweep:
 
     def table(self, name: str) -> pd.DataFrame:
         """A table of every run at once (``flows``, ``ports``, ``buckets``, ``tiers``,
-        ``timeseries``) with a first column ``run``; join with :attr:`index` on ``run``."""
+        ``timeseries``, ``events``) with a first column ``run``; join with :attr:`index` on ``run``."""
         if name not in TABLES:
             raise ValueError(f"no table {name!r}; tables: {', '.join(TABLES)}")
         d = self.out / "dataset" / name
