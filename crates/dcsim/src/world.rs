@@ -477,18 +477,8 @@ impl World {
             // ports no longer fit in the L2 cache either: look two events ahead, so that the
             // next arrival's packet is in cache in time to find the port it will leave by.
             let pending = self.sched.len();
-            if pending >= DEEP_PREFETCH_MIN_PENDING {
-                let (next, after) = self.sched.likely_next_two();
-                if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = next {
-                    self.net.prefetch_arrival_and_next_hop(p, pkt, &self.pool);
-                }
-                if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = after {
-                    self.net.prefetch_arrival_early(p, pkt, &self.pool);
-                }
-            } else if pending >= PREFETCH_MIN_PENDING
-                && let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = self.sched.likely_next()
-            {
-                self.net.prefetch_arrival(p, pkt, &self.pool);
+            if pending >= PREFETCH_MIN_PENDING {
+                self.prefetch(pending);
             }
             self.dispatch(now, ev);
             events += 1;
@@ -526,6 +516,22 @@ impl World {
         };
         self.stats = Some(stats);
         stats
+    }
+
+    /// The run loop's look-ahead, with `pending` events (at least [`PREFETCH_MIN_PENDING`]).
+    #[inline]
+    fn prefetch(&self, pending: usize) {
+        if pending >= DEEP_PREFETCH_MIN_PENDING {
+            let (next, after) = self.sched.likely_next_two();
+            if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = next {
+                self.net.prefetch_arrival_and_next_hop(p, pkt, &self.pool);
+            }
+            if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = after {
+                self.net.prefetch_arrival_early(p, pkt, &self.pool);
+            }
+        } else if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = self.sched.likely_next() {
+            self.net.prefetch_arrival(p, pkt, &self.pool);
+        }
     }
 
     /// Logs what changed in flow `f` (`[output.events]`), if it is logged.
