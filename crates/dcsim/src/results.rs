@@ -43,6 +43,13 @@ pub struct Results {
     events: Option<io::Result<fs::File>>,
 }
 
+/// A file written during the run, or why it could not be written (the error is kept for
+/// every reader, so each gets a copy).
+fn spilled(file: &io::Result<fs::File>) -> io::Result<&fs::File> {
+    file.as_ref()
+        .map_err(|e| io::Error::new(e.kind(), e.to_string()))
+}
+
 /// The rows of a file written during the run (timeseries.csv, events.csv).
 fn read_rows<T: serde::de::DeserializeOwned>(
     file: Option<&fs::File>,
@@ -528,10 +535,7 @@ impl Results {
             files.push(("events.csv", Body::File(f)));
         }
         for (name, f) in &self.traces {
-            match f {
-                Ok(f) => files.push((name.as_str(), Body::File(f))),
-                Err(e) => return Err(io::Error::new(e.kind(), e.to_string())),
-            }
+            files.push((name.as_str(), Body::File(spilled(f)?)));
         }
         files.push(("summary.json", Body::Bytes(summary)));
         Ok(files)
@@ -542,11 +546,7 @@ impl Results {
     /// # Errors
     /// The time series could not be written to its temporary file during the run.
     pub fn timeseries_file(&self) -> io::Result<Option<&fs::File>> {
-        match &self.timeseries {
-            None => Ok(None),
-            Some(Ok(f)) => Ok(Some(f)),
-            Some(Err(e)) => Err(io::Error::new(e.kind(), e.to_string())),
-        }
+        self.timeseries.as_ref().map(spilled).transpose()
     }
 
     /// The rows of timeseries.csv, read from disk (they are not kept in memory: a time
@@ -563,11 +563,7 @@ impl Results {
     /// # Errors
     /// The log could not be written to its temporary file during the run.
     pub fn events_file(&self) -> io::Result<Option<&fs::File>> {
-        match &self.events {
-            None => Ok(None),
-            Some(Ok(f)) => Ok(Some(f)),
-            Some(Err(e)) => Err(io::Error::new(e.kind(), e.to_string())),
-        }
+        self.events.as_ref().map(spilled).transpose()
     }
 
     /// The rows of events.csv (the long form of timeseries.csv, `id` a flow number),
