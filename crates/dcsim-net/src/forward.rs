@@ -295,12 +295,24 @@ mod tests {
     }
 
     /// The disciplines of the differential tests: ECN at 4 packets, and RED (marking half
-    /// the ECT packets, dropping the others early) from 2 to 6 packets; 12-packet buffers.
-    fn fifo_specs() -> [QdiscSpec; 2] {
+    /// the ECT packets, dropping the others early) from 2 to 6 packets, with 12-packet
+    /// buffers; ECN at 3 packets in a buffer of 6 full frames (9,228 bytes), and drop-tail at
+    /// 3 full frames (4,614 bytes, so that a full buffer is reached exactly).
+    /// A FIFO port applies the thresholds of the ECN and drop-tail ones itself
+    /// ([`qdisc::QueueDisc::thresholds`]), in either unit; an evented port asks the
+    /// discipline.
+    fn fifo_specs() -> [QdiscSpec; 4] {
         [
             QdiscSpec::Ecn(qdisc::EcnConfig {
                 buffer: Amount::Packets(12),
                 mark_threshold: Amount::Packets(4),
+            }),
+            QdiscSpec::Ecn(qdisc::EcnConfig {
+                buffer: Amount::Bytes(9_228),
+                mark_threshold: Amount::Packets(3),
+            }),
+            QdiscSpec::DropTail(qdisc::DropTailConfig {
+                buffer: Amount::Bytes(4_614),
             }),
             QdiscSpec::Red(qdisc::RedConfig {
                 buffer: Amount::Packets(12),
@@ -488,7 +500,8 @@ mod tests {
             assert_eq!(stats_fifo, stats_ev);
             let total = |f: fn(&PortStats) -> u64| stats_fifo.iter().map(f).sum::<u64>();
             assert!(total(|p| p.drops_total()) > 0, "{spec:?}");
-            assert!(total(|p| p.ecn_marks) > 0, "{spec:?}");
+            let marks = !matches!(spec, QdiscSpec::DropTail(_));
+            assert_eq!(total(|p| p.ecn_marks) > 0, marks, "{spec:?}");
         }
     }
 

@@ -22,12 +22,19 @@
 //! a `PortReady` had run at each start. Every hop then costs one event, congested or not.
 //! Where a packet arrives at the very picosecond a waiting one starts, the start counts
 //! first (with events, the order of scheduling decided).
+//!
+//! **Threshold ports.** Drop-tail and the ECN threshold decide each packet by comparing the
+//! instantaneous backlog with a buffer and a marking threshold
+//! ([`QueueDisc::thresholds`]). On a FIFO port the backlog they would count is the port's
+//! own, so the port applies the thresholds itself and never calls the discipline on the
+//! packet path: two dispatched calls per hop fewer (the dumbbell benchmark 7.5 % fewer
+//! instructions), and the discipline's line is not touched.
 
 use std::collections::VecDeque;
 
 use dcsim_engine::{Dur, Rate, Time, define_id};
 
-use crate::qdisc::{DropReason, Qdisc, QdiscCx, QueueDisc, Verdict};
+use crate::qdisc::{self, Amount, DropReason, Qdisc, QdiscCx, QueueDisc, Thresholds, Verdict};
 use crate::{Class, HostId, NodeId, PacketId, PacketPool};
 
 define_id!(
@@ -113,6 +120,9 @@ pub struct Port {
     queued: u32,
     /// Whether the discipline is a FIFO (see the module documentation).
     fifo: bool,
+    /// Whether the port applies the discipline's thresholds itself (`admit`), and never
+    /// calls it.
+    thresholds: bool,
     /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
     pub(crate) tapped: bool,
     /// How the port adds queueing delay to data packets' `queue_delay_ns`, if it does.
@@ -129,7 +139,8 @@ pub struct Port {
     class_backlog: [u64; Class::COUNT],
     pub(crate) rate: Rate,
     pub(crate) stats: PortStats,
-    pub(crate) qdisc: Qdisc,
+    /// With `thresholds`: the discipline's, applied to the port's own backlog.
+    admit: Admit,
     /// Time of the pending `PortReady` event, or `Time::MAX`.
     pending_at: Time,
     pub(crate) node: NodeId,
@@ -137,6 +148,45 @@ pub struct Port {
     pub(crate) reverse: PortId,
     /// The host this port belongs to, if it is a NIC.
     pub(crate) from_host: Option<HostId>,
+    /// Last: a port whose discipline is thresholds only never touches it.
+    pub(crate) qdisc: Qdisc,
+}
+
+/// A discipline's [`Thresholds`] as a FIFO port applies them to its backlog: each amount
+/// is a byte count and a packet count, the unused one at its maximum (so neither test
+/// branches on the unit). Packet counts are clamped to `u32::MAX`, which a backlog of
+/// 32-bit packet counts cannot pass.
+#[derive(Clone, Copy, Debug)]
+struct Admit {
+    limit_bytes: u64,
+    mark_bytes: u64,
+    limit_pkts: u32,
+    mark_pkts: u32,
+}
+
+impl Admit {
+    /// Nothing dropped, nothing marked.
+    const OPEN: Self = Self {
+        limit_bytes: u64::MAX,
+        mark_bytes: u64::MAX,
+        limit_pkts: u32::MAX,
+        mark_pkts: u32::MAX,
+    };
+
+    fn new(t: Thresholds) -> Self {
+        let split = |a: Amount| match a {
+            Amount::Bytes(b) => (b, u32::MAX),
+            Amount::Packets(n) => (u64::MAX, u32::try_from(n).unwrap_or(u32::MAX)),
+        };
+        let (limit_bytes, limit_pkts) = split(t.buffer);
+        let (mark_bytes, mark_pkts) = t.mark.map_or((u64::MAX, u32::MAX), split);
+        Self {
+            limit_bytes,
+            mark_bytes,
+            limit_pkts,
+            mark_pkts,
+        }
+    }
 }
 
 /// A packet in a port's link FIFO: when it reaches the far end, and (for a FIFO port's
@@ -205,12 +255,15 @@ impl Port {
         to_host: Option<HostId>,
     ) -> Self {
         let fifo = qdisc.is_fifo();
+        let thresholds = qdisc.thresholds().filter(|_| fifo);
         let mut qdisc = qdisc;
-        if fifo {
+        if fifo && thresholds.is_none() {
             qdisc.port_keeps_order();
         }
         Self {
             qdisc,
+            thresholds: thresholds.is_some(),
+            admit: thresholds.map_or(Admit::OPEN, Admit::new),
             rate,
             ps_per_byte: if rate.bps() > 0 && 8_000_000_000_000 % rate.bps() == 0 {
                 8_000_000_000_000 / rate.bps()
@@ -266,7 +319,9 @@ impl Port {
     pub fn stats(&self) -> &PortStats {
         &self.stats
     }
-    /// The queue discipline.
+    /// The queue discipline. On a FIFO port whose discipline has
+    /// [`QueueDisc::thresholds`], the port applies them itself and the discipline holds
+    /// nothing.
     pub fn qdisc(&self) -> &Qdisc {
         &self.qdisc
     }
@@ -353,13 +408,7 @@ impl Port {
                 break;
             }
             self.queued -= 1;
-            let mut cx = QdiscCx {
-                now: start,
-                line_rate: self.rate,
-                pool,
-                marks: &mut self.stats.ecn_marks,
-            };
-            self.qdisc.depart(size, &mut cx);
+            self.depart(start, size, pool);
             self.started(start, size, class);
         }
     }
@@ -387,19 +436,56 @@ impl Port {
         self.want_event(at)
     }
 
+    /// On a FIFO port: the oldest packet held, of `size` wire bytes, starts at `at`; tells
+    /// the discipline, unless the port applies its thresholds itself.
+    #[inline]
+    fn depart(&mut self, at: Time, size: u32, pool: &mut PacketPool) {
+        if self.thresholds {
+            return;
+        }
+        let mut cx = QdiscCx {
+            now: at,
+            line_rate: self.rate,
+            pool,
+            marks: &mut self.stats.ecn_marks,
+        };
+        self.qdisc.depart(size, &mut cx);
+    }
+
+    /// A FIFO port's admission by the discipline's thresholds, from the port's backlog:
+    /// what the discipline's `enqueue` would decide (the backlog is the discipline's).
+    #[inline]
+    fn admit(&mut self, pkt: PacketId, pool: &mut PacketPool) -> Verdict {
+        let a = self.admit;
+        let p = pool.get_mut(pkt);
+        let pkts = self.backlog_pkts;
+        if self.backlog_bytes + u64::from(p.wire_bytes) > a.limit_bytes || pkts >= a.limit_pkts {
+            return Verdict::Drop(DropReason::Overflow);
+        }
+        if self.backlog_bytes >= a.mark_bytes || pkts >= a.mark_pkts {
+            qdisc::mark_ce(p, &mut self.stats.ecn_marks);
+        }
+        Verdict::Accept
+    }
+
     /// Offers `pkt`. Returns what to schedule (if the transmitter must be woken).
     #[inline]
     pub(crate) fn enqueue(&mut self, pkt: PacketId, now: Time, pool: &mut PacketPool) -> PortSched {
         if self.fifo {
             self.start_due::<true>(now, pool);
         }
-        let mut cx = QdiscCx {
-            now,
-            line_rate: self.rate,
-            pool,
-            marks: &mut self.stats.ecn_marks,
+        let verdict = if self.thresholds {
+            self.admit(pkt, pool)
+        } else {
+            let mut cx = QdiscCx {
+                now,
+                line_rate: self.rate,
+                pool,
+                marks: &mut self.stats.ecn_marks,
+            };
+            self.qdisc.enqueue(pkt, &mut cx)
         };
-        match self.qdisc.enqueue(pkt, &mut cx) {
+        match verdict {
             Verdict::Accept => {
                 let p = pool.get_mut(pkt);
                 let (wire, pclass) = (p.wire_bytes, p.class);
@@ -586,13 +672,7 @@ impl Port {
         pool: &mut PacketPool,
     ) -> PortSched {
         debug_assert!(self.queued == 0 && self.backlog_pkts == 1);
-        let mut cx = QdiscCx {
-            now,
-            line_rate: self.rate,
-            pool,
-            marks: &mut self.stats.ecn_marks,
-        };
-        self.qdisc.depart(size, &mut cx);
+        self.depart(now, size, pool);
         self.started(now, size, class);
         let (_, arrive_at) = self.put_on_link(now, pkt, size, class);
         PortSched {
@@ -672,6 +752,16 @@ impl Port {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Six lines, the discipline in the last: a port whose discipline is thresholds only
+    /// touches the first five on its packet path.
+    #[test]
+    fn a_port_is_six_lines_with_the_discipline_last() {
+        assert_eq!(size_of::<Port>(), 384);
+        assert!(size_of::<Qdisc>() <= 64, "{} B", size_of::<Qdisc>());
+        assert_eq!(std::mem::offset_of!(Port, qdisc), 320);
+        assert!(std::mem::offset_of!(Port, admit) + size_of::<Admit>() <= 320);
+    }
 
     #[test]
     fn a_link_entry_keeps_size_and_class_in_sixteen_bytes() {

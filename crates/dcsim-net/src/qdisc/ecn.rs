@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Verdict, holds_a_frame,
+    Amount, BuildCx, Discipline, DropReason, Fifo, QdiscCx, QueueDisc, Thresholds, Verdict,
+    holds_a_frame,
 };
 use crate::PacketId;
 
@@ -85,6 +86,12 @@ impl QueueDisc for EcnThreshold {
     }
     fn port_keeps_order(&mut self) {
         self.fifo.count_only();
+    }
+    fn thresholds(&self) -> Option<Thresholds> {
+        Some(Thresholds {
+            buffer: self.limit,
+            mark: Some(self.k),
+        })
     }
     #[inline]
     fn depart(&mut self, wire_bytes: u32, _cx: &mut QdiscCx<'_>) {

@@ -44,7 +44,7 @@ pub use prio::{Prio, PrioConfig};
 pub use rcp::{RcpRouter, RcpRouterConfig};
 pub use red::{Red, RedConfig};
 
-use crate::{Class, Ecn, PacketId, PacketPool};
+use crate::{Class, Ecn, Packet, PacketId, PacketPool};
 
 /// Why a packet was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,17 +81,33 @@ impl QdiscCx<'_> {
     /// a non-ECT packet is left alone (the caller decides whether to drop it instead).
     #[inline]
     pub fn mark_ce(&mut self, pkt: PacketId) -> bool {
-        let p = self.pool.get_mut(pkt);
-        match p.ip.ecn() {
-            Ecn::NotEct => false,
-            Ecn::Ect => {
-                p.ip.set_ecn(Ecn::Ce);
-                *self.marks += 1;
-                true
-            }
-            Ecn::Ce => true,
-        }
+        mark_ce(self.pool.get_mut(pkt), self.marks)
     }
+}
+
+/// Sets CE on `p` if it is ECN-capable and adds one to `marks` if it was ECT; returns
+/// whether the packet now carries CE.
+#[inline]
+pub(crate) fn mark_ce(p: &mut Packet, marks: &mut u64) -> bool {
+    match p.ip.ecn() {
+        Ecn::NotEct => false,
+        Ecn::Ect => {
+            p.ip.set_ecn(Ecn::Ce);
+            *marks += 1;
+            true
+        }
+        Ecn::Ce => true,
+    }
+}
+
+/// The thresholds of a discipline that decides by the instantaneous backlog alone
+/// ([`QueueDisc::thresholds`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thresholds {
+    /// A packet that would take the backlog beyond this is dropped (an overflow).
+    pub buffer: Amount,
+    /// An ECN-capable packet is CE-marked when the backlog before it has reached this.
+    pub mark: Option<Amount>,
 }
 
 /// Admission, ordering and marking policy of one port.
@@ -125,6 +141,15 @@ pub trait QueueDisc {
     /// order itself and will call [`QueueDisc::depart`] instead of `dequeue`, so the
     /// discipline may stop storing IDs (a [`Fifo`] switches to [`Fifo::count_only`]).
     fn port_keeps_order(&mut self) {}
+    /// Whether this FIFO decides every packet by thresholds on the instantaneous backlog
+    /// alone, and which: drop-tail and the ECN threshold do. A FIFO port (see
+    /// [`QueueDisc::is_fifo`]) then admits, drops and marks by these from its own backlog
+    /// and never calls the discipline on the packet path (two calls per hop fewer), so
+    /// the discipline's own counts stay at zero. `enqueue` must decide exactly as the
+    /// thresholds say, which a test checks for each built-in discipline that has them.
+    fn thresholds(&self) -> Option<Thresholds> {
+        None
+    }
     /// On a FIFO port: the oldest packet held, of `wire_bytes` on the wire, starts its
     /// transmission at `cx.now`. The default dequeues it.
     #[inline]
@@ -371,6 +396,9 @@ impl<T: QueueDisc + ?Sized> QueueDisc for Box<T> {
     fn port_keeps_order(&mut self) {
         (**self).port_keeps_order();
     }
+    fn thresholds(&self) -> Option<Thresholds> {
+        (**self).thresholds()
+    }
     #[inline]
     fn depart(&mut self, wire_bytes: u32, cx: &mut QdiscCx<'_>) {
         (**self).depart(wire_bytes, cx);
@@ -475,6 +503,9 @@ macro_rules! disciplines {
             fn port_keeps_order(&mut self) {
                 match self { $(Self::$V(q) => q.port_keeps_order(),)+ Self::Custom(q) => q.port_keeps_order() }
             }
+            fn thresholds(&self) -> Option<Thresholds> {
+                match self { $(Self::$V(q) => q.thresholds(),)+ Self::Custom(q) => q.thresholds() }
+            }
             #[inline]
             fn depart(&mut self, wire_bytes: u32, cx: &mut QdiscCx<'_>) {
                 match self { $(Self::$V(q) => q.depart(wire_bytes, cx),)+ Self::Custom(q) => q.depart(wire_bytes, cx) }
@@ -540,7 +571,7 @@ disciplines! {
     /// See [`DropTail`].
     DropTail(DropTail),
     /// See [`EcnThreshold`].
-    Ecn(EcnThreshold),
+    Ecn(Box<EcnThreshold>),
     /// See [`Red`].
     Red(Box<Red>),
     /// See [`Prio`].
