@@ -398,8 +398,20 @@ impl Port {
     /// our own event-driven ports do. The other order hands the freed slot to the arrival
     /// every time, which locks a flow whose NIC is back-to-back at the bottleneck's rate
     /// onto the freed slots for ever and every other flow out (ARCHITECTURE.md, step 2).
-    #[inline]
+    ///
+    /// The test for a waiting packet is inlined into every caller and the loop is not:
+    /// most calls find none (as one function, the calls cost the dumbbell benchmark 3.5 %
+    /// of its instructions).
+    #[inline(always)]
     fn start_due<const ARRIVAL: bool>(&mut self, now: Time, pool: &mut PacketPool) {
+        if self.queued > 0 {
+            self.start_waiting::<ARRIVAL>(now, pool);
+        }
+    }
+
+    /// [`Port::start_due`] with at least one packet waiting.
+    #[inline(never)]
+    fn start_waiting<const ARRIVAL: bool>(&mut self, now: Time, pool: &mut PacketPool) {
         while self.queued > 0 {
             let next = self.pipe[self.pipe.len() - self.queued as usize];
             let (size, class) = (next.size(), next.class());
