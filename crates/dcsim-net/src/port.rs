@@ -369,6 +369,12 @@ impl Port {
         self.backlog_bytes -= u64::from(size);
         self.class_backlog[class as usize] -= u64::from(size);
         self.backlog_pkts -= 1;
+        self.count_tx(size, class);
+    }
+
+    /// Counts a transmission of `size` wire bytes of `class`.
+    #[inline]
+    fn count_tx(&mut self, size: u32, class: Class) {
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes[class as usize] += u64::from(size);
     }
@@ -501,18 +507,17 @@ impl Port {
             Verdict::Accept => {
                 let p = pool.get_mut(pkt);
                 let (wire, pclass) = (p.wire_bytes, p.class);
+                self.stats.enqueued_pkts += 1;
+                if self.fifo && now >= self.busy_until {
+                    return self.transmit_fifo(pkt, wire, pclass, now, pool);
+                }
                 let (size, class) = (u64::from(wire), pclass as usize);
                 self.account(now);
                 self.backlog_bytes += size;
                 self.class_backlog[class] += size;
                 self.backlog_pkts += 1;
-                self.stats.enqueued_pkts += 1;
                 let s = if self.fifo {
-                    if now >= self.busy_until {
-                        self.transmit_fifo(pkt, wire, pclass, now, pool)
-                    } else {
-                        self.queue_fifo(pkt, wire, pclass, now, pool)
-                    }
+                    self.queue_fifo(pkt, wire, pclass, now, pool)
                 } else {
                     if self.delay_stamp == DelayStamp::Evented && pclass == Class::Data {
                         let p = pool.get_mut(pkt);
@@ -672,8 +677,10 @@ impl Port {
         tx
     }
 
-    /// On a FIFO port whose transmitter is free at `now`: `pkt`, just accepted and the only
-    /// packet held (every earlier one started before `now`), starts at once.
+    /// On a FIFO port whose transmitter is free at `now`: `pkt`, just accepted, finds
+    /// nothing waiting (every earlier packet started before `now`) and starts at once. The
+    /// backlog is empty before and after, so neither it nor its integral and maxima change:
+    /// only the transmission is counted.
     #[inline]
     fn transmit_fifo(
         &mut self,
@@ -683,9 +690,9 @@ impl Port {
         now: Time,
         pool: &mut PacketPool,
     ) -> PortSched {
-        debug_assert!(self.queued == 0 && self.backlog_pkts == 1);
+        debug_assert!(self.queued == 0 && self.backlog_pkts == 0 && self.backlog_bytes == 0);
         self.depart(now, size, pool);
-        self.started(now, size, class);
+        self.count_tx(size, class);
         let (_, arrive_at) = self.put_on_link(now, pkt, size, class);
         PortSched {
             ready_at: None,
