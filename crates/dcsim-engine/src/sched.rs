@@ -285,13 +285,33 @@ impl<E: Copy> Scheduler<E> {
     /// # Panics
     /// In debug builds, if `at` is earlier than [`Scheduler::now`]: scheduling in the past
     /// is a model bug.
-    #[inline]
+    ///
+    /// The common case (the handler's first event, near enough for a heap key, with ranks
+    /// left) is inlined into the caller: it replaces the popped root. Everything else is
+    /// one call away (inlined whole, the compiler kept it a call: the dumbbell benchmark
+    /// spent 3 % of its instructions entering and leaving it).
+    #[inline(always)]
     pub fn schedule(&mut self, at: Time, ev: E) {
         debug_assert!(
             at >= self.now,
             "event scheduled in the past: {at:?} < {:?}",
             self.now
         );
+        let off = at.0 - self.epoch.0;
+        if self.root_popped && off < self.horizon && self.next_rank >> self.rank_bits == 0 {
+            self.stats.pushes += 1;
+            let key = (off << self.rank_bits) | self.next_rank;
+            self.next_rank += 1;
+            self.root_popped = false;
+            self.heap.replace_root(key, ev);
+        } else {
+            self.schedule_other(at, ev);
+        }
+    }
+
+    /// [`Scheduler::schedule`] outside its common case.
+    #[inline(never)]
+    fn schedule_other(&mut self, at: Time, ev: E) {
         self.stats.pushes += 1;
         if self.next_rank >> self.rank_bits != 0 {
             self.renumber(self.now);
