@@ -571,6 +571,8 @@ disciplines! {
     /// See [`DropTail`].
     DropTail(DropTail),
     /// See [`EcnThreshold`].
+    // Boxed although small: a FIFO port applies its thresholds itself and never reaches
+    // it, and inline it made `Qdisc` 80 bytes and the port seven lines.
     Ecn(Box<EcnThreshold>),
     /// See [`Red`].
     Red(Box<Red>),
