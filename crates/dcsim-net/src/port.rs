@@ -102,7 +102,8 @@ impl PortStats {
 ///
 /// Laid out by use, on cache-line boundaries (on a fat-tree with thousands of ports a hop
 /// is bound by the lines it touches): what an arrival reads first, then the backlog, the
-/// counters and the discipline, and last what the packet path never touches.
+/// counters and the thresholds, then what the packet path never touches, and last the
+/// discipline, which only a port that does not apply thresholds reaches.
 #[repr(C, align(64))]
 pub struct Port {
     /// Packets on the wire, with their arrival times at the far end (non-decreasing).
