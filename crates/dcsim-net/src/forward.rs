@@ -135,10 +135,10 @@ impl Network {
     }
 
     /// The first step of a look-ahead two events deep: starts loading what a `LinkArrive`
-    /// of `pkt` at `port`, the event after the next one, will touch first (the packet and
-    /// the port's first two lines: the link FIFO's descriptor, the far end), so that
-    /// [`Network::prefetch_arrival_and_next_hop`] can read them one event later without
-    /// waiting.
+    /// of `pkt` at `port`, the event after the next one, will touch (the packet and the
+    /// port's first three lines: the link FIFO's descriptor, the far end, the counters),
+    /// so that [`Network::prefetch_arrival_and_next_hop`] can read them one event later
+    /// without waiting.
     #[inline]
     pub fn prefetch_arrival_early(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
         if let Some(p) = self.ports.get(port.index()) {

@@ -559,12 +559,17 @@ impl Port {
         }
     }
 
-    /// Starts loading the lines an arrival reads first: the link FIFO's descriptor and the
-    /// far end (the port's first two lines).
+    /// Starts loading the lines an arrival reads: the link FIFO's descriptor and the far
+    /// end (the port's first two lines), and the counters (the third), which an arrival
+    /// updates when packets waiting behind the one that arrives have started meanwhile.
+    /// The third line was added on measurement: k = 24 3.9 % faster per hop in 12
+    /// alternating pairs of `bench --quick`, k = 8 (which never looks this far ahead)
+    /// unchanged.
     #[inline]
     pub(crate) fn prefetch_arrival_early(&self) {
         dcsim_engine::prefetch::prefetch(&self.pipe);
         dcsim_engine::prefetch::prefetch(&self.peer_node);
+        dcsim_engine::prefetch::prefetch(&self.stats);
     }
 
     /// Starts loading what an arrival reads: the head of the link FIFO and the port's
