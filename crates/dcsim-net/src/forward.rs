@@ -148,24 +148,39 @@ impl Network {
     }
 
     /// The second step of a look-ahead two events deep, for the next event, a `LinkArrive`
-    /// of `pkt` at `port`: as [`Network::prefetch_arrival`], and if the packet is
-    /// source-routed and will be forwarded, every line of the port it will leave by (the
-    /// egress port's counters, backlog and discipline are the other half of a hop's
+    /// of `pkt` at `port`: as [`Network::prefetch_arrival`], and every line of the port the
+    /// packet will leave by: the NIC of the host it reaches (which the transport's answer,
+    /// an ACK or the next packet, leaves by), or the next hop of a source-routed packet
+    /// (the egress port's counters, backlog and discipline are the other half of a hop's
     /// misses). It reads the packet, the port's first two lines and the route; call it
     /// where [`Network::prefetch_arrival_early`] ran for this arrival one event earlier.
     /// A sprayed packet's next hop is chosen on arrival, and nothing is loaded for it.
+    /// Returns the host the packet reaches, if it reaches one.
     #[inline]
-    pub fn prefetch_arrival_and_next_hop(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
+    pub fn prefetch_arrival_and_next_hop(
+        &self,
+        port: PortId,
+        pkt: PacketId,
+        pool: &PacketPool,
+    ) -> Option<HostId> {
         let link = &self.ports[port.index()];
         link.prefetch_arrival();
+        if let Some(h) = link.to_host {
+            if let Some(nic) = self.nic.get(h.index())
+                && let Some(nic) = self.ports.get(nic.index())
+            {
+                dcsim_engine::prefetch::prefetch_lines(nic);
+            }
+            return Some(h);
+        }
         let p = pool.get(pkt);
-        if link.to_host.is_none()
-            && p.route != RouteId::NONE
+        if p.route != RouteId::NONE
             && let Some(egress) = self.routes.get(p.route, p.hop.wrapping_add(1))
             && let Some(next) = self.ports.get(egress.index())
         {
             dcsim_engine::prefetch::prefetch_lines(next);
         }
+        None
     }
 
     /// Per-packet spraying: round-robin over the equal-cost next hops at `node`.

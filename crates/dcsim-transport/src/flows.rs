@@ -357,6 +357,17 @@ impl Flows {
         self.after(f, progress, cx.now);
     }
 
+    /// Starts loading what a packet of flow `f` reaching its host will read first: the
+    /// flow's entry (its endpoints' address, the hosts it runs between). For a loop that
+    /// knows the next event's packet.
+    #[inline]
+    pub fn prefetch_flow(&self, f: FlowId) {
+        if let Some(fl) = self.flows.get(f.index()) {
+            dcsim_engine::prefetch::prefetch(&fl.conn);
+            dcsim_engine::prefetch::prefetch(&fl.spec);
+        }
+    }
+
     /// Handles a packet that reached host `host` for its flow. Frees it.
     #[inline]
     pub fn on_packet<S: Sched>(&mut self, host: HostId, pkt: PacketId, cx: &mut FlowCx<'_, S>) {

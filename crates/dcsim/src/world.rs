@@ -519,12 +519,20 @@ impl World {
     }
 
     /// The run loop's look-ahead, with `pending` events (at least [`PREFETCH_MIN_PENDING`]).
+    /// Two events ahead, a packet that will reach a host also has its flow's entry
+    /// prefetched, as well as the host's NIC: k = 24 1.10× faster per hop than without
+    /// either (12 alternating pairs of `bench --quick`); the NIC alone gave 1.05×.
     #[inline]
     fn prefetch(&self, pending: usize) {
         if pending >= DEEP_PREFETCH_MIN_PENDING {
             let (next, after) = self.sched.likely_next_two();
-            if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = next {
-                self.net.prefetch_arrival_and_next_hop(p, pkt, &self.pool);
+            if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = next
+                && self
+                    .net
+                    .prefetch_arrival_and_next_hop(p, pkt, &self.pool)
+                    .is_some()
+            {
+                self.flows.prefetch_flow(self.pool.get(pkt).flow);
             }
             if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = after {
                 self.net.prefetch_arrival_early(p, pkt, &self.pool);
