@@ -152,8 +152,9 @@ impl Network {
     /// packet will leave by: the NIC of the host it reaches (which the transport's answer,
     /// an ACK or the next packet, leaves by), or the next hop of a source-routed packet
     /// (the egress port's counters, backlog and discipline are the other half of a hop's
-    /// misses). It reads the packet, the port's first two lines and the route; call it
-    /// where [`Network::prefetch_arrival_early`] ran for this arrival one event earlier.
+    /// misses). It reads the port's first two lines, then the host's NIC or the packet
+    /// and its route; call it where [`Network::prefetch_arrival_early`] ran for this
+    /// arrival one event earlier.
     /// A sprayed packet's next hop is chosen on arrival, and nothing is loaded for it.
     /// Returns the host the packet reaches, if it reaches one.
     #[inline]
