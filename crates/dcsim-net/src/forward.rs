@@ -237,6 +237,62 @@ mod tests {
         out
     }
 
+    /// The look-ahead's second step names the host a packet reaches exactly when the
+    /// packet leaves the network there, at every arrival of a one-way trip.
+    #[test]
+    fn the_look_ahead_names_the_host_a_packet_reaches() {
+        let mut n = net(
+            TopologySpec::Dumbbell(DumbbellSpec {
+                pairs: Some(2),
+                host_link: None,
+                bottleneck: None,
+            }),
+            RoutingMode::SymmetricEcmp,
+        );
+        let (fwd, _) = n.flow_routes(1, HostId(0), HostId(2));
+        let mut pool = PacketPool::new();
+        let mut s = Scheduler::new();
+        for _ in 0..4 {
+            let pkt = pool.alloc(Packet {
+                route: fwd,
+                dst: HostId(2),
+                wire_bytes: 1538,
+                ..Packet::default()
+            });
+            n.send(
+                HostId(0),
+                pkt,
+                &mut NetCx {
+                    now: Time::ZERO,
+                    pool: &mut pool,
+                    sched: &mut s,
+                },
+            );
+        }
+        let (mut at_hosts, mut at_switches) = (0, 0);
+        while let Some((now, ev)) = s.pop() {
+            let NetEvent::LinkArrive(p, pkt) = ev else {
+                continue;
+            };
+            let named = n.prefetch_arrival_and_next_hop(p, pkt, &pool);
+            let mut cx = NetCx {
+                now,
+                pool: &mut pool,
+                sched: &mut s,
+            };
+            let delivered = n.on_link_arrive(p, &mut cx);
+            assert_eq!(named, delivered.map(|(h, _)| h));
+            match delivered {
+                Some((_, pkt)) => {
+                    at_hosts += 1;
+                    pool.free(pkt);
+                }
+                None => at_switches += 1,
+            }
+        }
+        assert_eq!((at_hosts, at_switches), (4, 8));
+    }
+
     #[test]
     fn back_to_back_packets_arrive_after_store_and_forward_and_pipelining() {
         let mut n = net(
