@@ -237,6 +237,32 @@ mod tests {
         out
     }
 
+    /// Offers `count` full-size packets from host 0 to `dst` (by `route`, or by spraying
+    /// with `RouteId::NONE`) at time zero.
+    fn send_burst(
+        n: &mut Network,
+        pool: &mut PacketPool,
+        s: &mut Scheduler<NetEvent>,
+        route: RouteId,
+        dst: HostId,
+        count: usize,
+    ) {
+        for _ in 0..count {
+            let pkt = pool.alloc(Packet {
+                route,
+                dst,
+                wire_bytes: 1538,
+                ..Packet::default()
+            });
+            let mut cx = NetCx {
+                now: Time::ZERO,
+                pool,
+                sched: s,
+            };
+            n.send(HostId(0), pkt, &mut cx);
+        }
+    }
+
     /// The look-ahead's second step names the host a packet reaches exactly when the
     /// packet leaves the network there, at every arrival of a one-way trip.
     #[test]
@@ -252,23 +278,7 @@ mod tests {
         let (fwd, _) = n.flow_routes(1, HostId(0), HostId(2));
         let mut pool = PacketPool::new();
         let mut s = Scheduler::new();
-        for _ in 0..4 {
-            let pkt = pool.alloc(Packet {
-                route: fwd,
-                dst: HostId(2),
-                wire_bytes: 1538,
-                ..Packet::default()
-            });
-            n.send(
-                HostId(0),
-                pkt,
-                &mut NetCx {
-                    now: Time::ZERO,
-                    pool: &mut pool,
-                    sched: &mut s,
-                },
-            );
-        }
+        send_burst(&mut n, &mut pool, &mut s, fwd, HostId(2), 4);
         let (mut at_hosts, mut at_switches) = (0, 0);
         while let Some((now, ev)) = s.pop() {
             let NetEvent::LinkArrive(p, pkt) = ev else {
@@ -308,23 +318,7 @@ mod tests {
         assert_eq!(n.path(rev).len(), 3);
         let mut pool = PacketPool::new();
         let mut s = Scheduler::new();
-        for _ in 0..3 {
-            let pkt = pool.alloc(Packet {
-                route: fwd,
-                dst: HostId(1),
-                wire_bytes: 1538,
-                ..Packet::default()
-            });
-            n.send(
-                HostId(0),
-                pkt,
-                &mut NetCx {
-                    now: Time::ZERO,
-                    pool: &mut pool,
-                    sched: &mut s,
-                },
-            );
-        }
+        send_burst(&mut n, &mut pool, &mut s, fwd, HostId(1), 3);
         let got = drain(&mut n, &mut pool, &mut s);
         let tx = Rate::from_gbps(10).tx_time(1538);
         let prop = Dur::from_us(20 + 10 + 20);
@@ -585,23 +579,7 @@ mod tests {
         );
         let mut pool = PacketPool::new();
         let mut s = Scheduler::new();
-        for _ in 0..64 {
-            let pkt = pool.alloc(Packet {
-                route: RouteId::NONE,
-                dst: HostId(191),
-                wire_bytes: 1538,
-                ..Packet::default()
-            });
-            n.send(
-                HostId(0),
-                pkt,
-                &mut NetCx {
-                    now: Time::ZERO,
-                    pool: &mut pool,
-                    sched: &mut s,
-                },
-            );
-        }
+        send_burst(&mut n, &mut pool, &mut s, RouteId::NONE, HostId(191), 64);
         let got = drain(&mut n, &mut pool, &mut s);
         assert_eq!(got.len(), 64);
         assert!(got.iter().all(|g| g.1 == HostId(191)));
