@@ -266,8 +266,8 @@ const PREFETCH_MIN_PENDING: usize = 64;
 /// ([`Network::prefetch_arrival_and_next_hop`]). Measured in alternating pairs of `dcsim
 /// bench --quick`: 1.30x faster per hop on the k = 24 fat-tree (18,000 pending events).
 /// With the look-ahead on for them, the k = 8 fat-tree (700; its ports fit in the L2
-/// cache, so the extra instructions buy nothing) was 7 % slower, and 3.6 % slower still
-/// after the look-ahead learned to prefetch a host's NIC and flow. With those, the k = 16
+/// cache, so the extra instructions buy nothing) was 7 % slower, and it is still 3.6 %
+/// slower with the look-ahead that also prefetches a host's NIC and flow. With those, the k = 16
 /// fat-tree (5,300) is 4.5 % faster with it (12 pairs; before, from 5 % slower to 18 %
 /// faster depending on the hour, and the threshold was 8,192), a k = 12 permutation no
 /// slower (5 pairs of `dcsim run`), and a short xpass-fattree DCTCP run unchanged.
