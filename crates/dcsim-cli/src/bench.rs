@@ -56,6 +56,14 @@ fn fat_tree(k: u32) -> String {
     )
 }
 
+/// How this binary was built: "pgo" from `tools/pgo/build.sh` (which sets `DCSIM_BUILD`),
+/// else "release" or "debug". Figures of different builds are not comparable.
+const BUILD: &str = match option_env!("DCSIM_BUILD") {
+    Some(b) => b,
+    None if cfg!(debug_assertions) => "debug",
+    None => "release",
+};
+
 /// The rows: (name, scenario text, duration, quick duration, only with --large).
 fn scenarios() -> Vec<(&'static str, String, &'static str, &'static str, bool)> {
     vec![
@@ -192,7 +200,7 @@ pub(crate) fn run(o: &Options) -> ExitCode {
         rows.push(row);
     }
     println!(
-        "median of {} run(s) each, single thread; ns/hop: wall time per packet crossing a link; peak MB: resident memory{}",
+        "median of {} run(s) each, single thread, {BUILD} build; ns/hop: wall time per packet crossing a link; peak MB: resident memory{}",
         o.repeat,
         if reset_peak() {
             " of each row"
@@ -203,6 +211,7 @@ pub(crate) fn run(o: &Options) -> ExitCode {
     if let Some(path) = &o.json {
         let doc = json!({
             "dcsim_version": env!("CARGO_PKG_VERSION"),
+            "build": BUILD,
             "quick": o.quick,
             "repeat": o.repeat,
             "rows": rows,
