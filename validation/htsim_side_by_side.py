@@ -12,7 +12,8 @@ What it does:
 1. Exports htsim's sim/ folder from the given clone (bare or not) into
    target/htsim-side-by-side/htsim and builds the anchor driver there with the anchor's own
    build.sh (htsim's Makefile, -O3). Nothing of htsim is copied into this repository.
-2. Builds dcsim (cargo build --release -p dcsim-cli) unless --dcsim names a binary.
+2. Builds dcsim (cargo build --release -p dcsim-cli; with --pgo, tools/pgo/build.sh, the
+   profile-guided build of ADR 0008) unless --dcsim names a binary.
 3. For each scenario, runs htsim then dcsim, --pairs times, alternating, and reports the
    median ns per packet-hop of each and their ratio (htsim / dcsim: how many times faster
    dcsim is). Both count a packet-hop as one packet crossing one link, and both time the
@@ -87,6 +88,7 @@ def main() -> int:
     ap.add_argument("--anchor", type=Path, default=REPO.parent / "shared/anchors/htsim",
                     help="the htsim anchor (driver, build.sh, twin scenarios)")
     ap.add_argument("--dcsim", type=Path, help="a dcsim binary (default: build target/release/dcsim)")
+    ap.add_argument("--pgo", action="store_true", help="build and run the profile-guided build instead")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--scenarios", default="dumbbell,k8,k16,k24")
     ap.add_argument("--seed", type=int, default=1)
@@ -95,12 +97,16 @@ def main() -> int:
 
     work = REPO / "target/htsim-side-by-side"
     htsim = build_htsim(a.htsim_git.resolve(), a.anchor.resolve(), work)
-    dcsim = a.dcsim
-    if dcsim is None:
+    dcsim, build = a.dcsim, "given binary"
+    if dcsim is None and a.pgo:
+        dcsim = Path(subprocess.run([str(REPO / "tools/pgo/build.sh")], cwd=REPO, check=True,
+                                    stdout=subprocess.PIPE, text=True).stdout.strip())
+        build = "pgo"
+    elif dcsim is None:
         sh(["cargo", "build", "--release", "--locked", "-p", "dcsim-cli"], cwd=REPO)
-        dcsim = REPO / "target/release/dcsim"
+        dcsim, build = REPO / "target/release/dcsim", "release"
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print(f"machine: {cpu}, {os.cpu_count()} cores; {a.pairs} alternating pairs per scenario, seed {a.seed}")
+    print(f"machine: {cpu}, {os.cpu_count()} cores; {a.pairs} alternating pairs per scenario, seed {a.seed}; dcsim: {dcsim} ({build})")
     print(f"{'scenario':<10} {'htsim ns/hop':>13} {'dcsim ns/hop':>13} {'htsim/dcsim':>12}  (medians; per-pair ratios)")
     rows = {}
     for name in a.scenarios.split(","):
@@ -118,7 +124,7 @@ def main() -> int:
         grow = statistics.median(rows["k24"]["dcsim_ns_per_hop"]) / statistics.median(rows["k8"]["dcsim_ns_per_hop"])
         print(f"dcsim per-hop cost at k = 24 over k = 8: {grow:.2f}x")
     if a.json:
-        a.json.write_text(json.dumps({"machine": cpu, "pairs": a.pairs, "rows": rows}, indent=2) + "\n")
+        a.json.write_text(json.dumps({"machine": cpu, "pairs": a.pairs, "dcsim_build": build, "rows": rows}, indent=2) + "\n")
     return 0
 
 
