@@ -5,7 +5,8 @@
 #
 # 1. An instrumented build (rustc's -Cprofile-generate) in target/pgo/instrumented.
 # 2. Training: the benchmark's quick rows and every scenario in scenarios/, which between
-#    them run every transport, queue discipline and topology kind that the hot path serves.
+#    them run most transports (DCTCP to ExpressPass and Fastpass) and the dumbbell, star,
+#    leaf-spine and fat-tree.
 # 3. llvm-profdata (rustup's llvm-tools component, added if missing) merges the profiles.
 # 4. The optimized build (-Cprofile-use) in target/pgo/optimized; its `bench` says "pgo".
 # The profile only steers code layout, inlining and branch order: the simulation's results
