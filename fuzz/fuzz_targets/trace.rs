@@ -10,10 +10,24 @@ use libfuzzer_sys::fuzz_target;
 
 const HOSTS: u32 = 16;
 
+/// The trace file of one input, removed when dropped: at the end of every input, early
+/// return or not. A crash aborts the process without dropping it and leaves the file of
+/// the crashing input (libFuzzer saves that input as an artifact anyway).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    // The reader takes a file: one per fuzzing process, rewritten for every input.
-    let path = std::env::temp_dir().join(format!("dcsim-fuzz-trace-{}.csv", std::process::id()));
-    std::fs::write(&path, data).expect("write the trace file");
+    // The reader takes a file: one per fuzzing process, rewritten for every input and
+    // removed after it.
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("dcsim-fuzz-trace-{}.csv", std::process::id())));
+    let path = &scratch.0;
+    std::fs::write(path, data).expect("write the trace file");
     let spec = GeneratorSpec::Trace(TraceSpec {
         file: path.display().to_string(),
         start: Dur::from_us(1),

@@ -23,11 +23,13 @@ fn dcsim(args: &[&str]) -> Output {
         .expect("run dcsim")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dcsim-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A new, empty scratch folder under the system temp dir, removed when the guard is dropped
+/// (at the end of the test, passed or failed).
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("dcsim-test-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn write(dir: &Path, text: &str) -> String {
@@ -40,9 +42,10 @@ const GOOD: &str = "[sim]\nduration = \"2ms\"\n[topology]\nkind = \"dumbbell\"\n
 
 #[test]
 fn run_writes_every_result_file_and_output_is_byte_identical() {
-    let d = tmp("run");
+    let dir = tmp("run");
+    let d = dir.path();
     let f = write(
-        &d,
+        d,
         &format!(
             "{GOOD}[output.timeseries]\nevery = \"100us\"\nflows = \"all\"\ncwnd = true\nports = [\"left->right\"]\n"
         ),
@@ -123,7 +126,8 @@ fn check_show_and_list_work_on_the_examples() {
 /// Every kind of bad input: one line naming the place, exit code 2, no panic.
 #[test]
 fn bad_input_gets_one_clear_message_and_exit_code_2() {
-    let d = tmp("bad");
+    let dir = tmp("bad");
+    let d = dir.path();
     let cases: &[(&str, &str)] = &[
         (
             "[sim]\nduration = \"2ms\"\nbogus = 1\n[topology]\nkind = \"star\"\n",
@@ -252,7 +256,7 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
         ),
     ];
     for (text, want) in cases {
-        let f = write(&d, text);
+        let f = write(d, text);
         let o = dcsim(&["run", &f, "--out", d.join("out").to_str().unwrap()]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{text}: {err}");
@@ -271,7 +275,7 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
     }
     // A line of a megabyte in a parse error is cut short.
     let f = write(
-        &d,
+        d,
         &format!(
             "[topology]\nkind = \"star\"\nhosts = {}\n",
             "x".repeat(1_000_000)
@@ -282,7 +286,7 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
     assert!(o.stderr.len() < 2_000, "{} bytes of error", o.stderr.len());
     // An --out under a file fails before the simulation, with nothing written.
     std::fs::write(d.join("afile"), "x").unwrap();
-    let f = write(&d, GOOD);
+    let f = write(d, GOOD);
     let o = dcsim(&["run", &f, "--out", d.join("afile/x").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -293,7 +297,7 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
     let o = dcsim(&["run", "no/such/file.toml"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no/such/file.toml: cannot read the file"));
-    let f = write(&d, GOOD);
+    let f = write(d, GOOD);
     let o = dcsim(&["run", &f, "--set", "flows[5].size=1MB"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -338,7 +342,8 @@ fn example_prints_writes_and_refuses_to_overwrite() {
         assert!(o.status.success());
         assert_eq!(String::from_utf8(o.stdout).unwrap(), shipped);
     }
-    let d = tmp("example");
+    let dir = tmp("example");
+    let d = dir.path();
     let file = d.join("p.toml").display().to_string();
     assert!(
         dcsim(&["example", "pulser-incast", "--out", &file])
@@ -388,7 +393,8 @@ fn check_describes_what_generators_produce() {
 /// manifest verifies) with no temporary folder behind once the next run has committed.
 #[test]
 fn results_folders_are_replaced_whole_and_survive_kill_9() {
-    let d = tmp("commit");
+    let dir = tmp("commit");
+    let d = dir.path();
     let out = d.join("R");
     let o = dcsim(&[
         "run",
@@ -428,7 +434,7 @@ fn results_folders_are_replaced_whole_and_survive_kill_9() {
         let _ = child.wait();
         // Complete, or (killed between its two renames) absent with a complete folder
         // aside that the next run puts back.
-        let aside = std::fs::read_dir(&d).unwrap().any(|e| {
+        let aside = std::fs::read_dir(d).unwrap().any(|e| {
             let e = e.unwrap();
             e.file_name().to_string_lossy().starts_with(".R.") && dcsim_metrics_verify(&e.path())
         });
@@ -445,12 +451,12 @@ fn results_folders_are_replaced_whole_and_survive_kill_9() {
         "--quiet",
     ]);
     assert!(o.status.success());
-    let left: Vec<String> = std::fs::read_dir(&d)
+    let left: Vec<String> = std::fs::read_dir(d)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(left, ["R"], "temporary folders or locks left");
-    std::fs::remove_dir_all(&d).unwrap();
+    dir.close().unwrap();
 }
 
 /// The manifest check of a results folder, done by hand so the test does not trust the
@@ -478,7 +484,8 @@ fn completions_and_man_pages_cover_every_command() {
         assert!(text.contains("repro") && text.contains("format"), "{shell}");
     }
     assert_eq!(dcsim(&["completions", "tcsh"]).status.code(), Some(2));
-    let d = tmp("man");
+    let dir = tmp("man");
+    let d = dir.path();
     let o = dcsim(&["man", "--out", d.to_str().unwrap()]);
     assert!(o.status.success());
     for page in ["dcsim.1", "dcsim-run.1", "dcsim-sweep.1", "dcsim-repro.1"] {
@@ -503,7 +510,8 @@ fn dcsim_without_matplotlib(args: &[&str]) -> Output {
 /// anything else is refused with exit code 2.
 #[test]
 fn plot_and_report_cover_runs_sweeps_and_reproductions() {
-    let d = tmp("report");
+    let dir = tmp("report");
+    let d = dir.path();
     let run = d.join("run");
     let o = dcsim(&[
         "run",

@@ -121,7 +121,11 @@ fn check_run(results: &dcsim::Results, out: &Path) {
 
 #[test]
 fn tables_and_parquet_equal_the_csv_files_tcp_with_timeseries() {
-    let dir = std::env::temp_dir().join(format!("dcsim-columnar-tcp-{}", std::process::id()));
+    let guard = tempfile::Builder::new()
+        .prefix("dcsim-columnar-tcp-")
+        .tempdir()
+        .unwrap();
+    let dir = guard.path().join("out");
     let r = run(
         "websearch-star.toml",
         &[
@@ -136,19 +140,21 @@ fn tables_and_parquet_equal_the_csv_files_tcp_with_timeseries() {
     assert!(r.events().unwrap().is_some_and(|e| !e.is_empty()));
     assert_eq!(r.flow_counter_columns(), ["timeouts"]);
     check_run(&r, &dir);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn tables_and_parquet_equal_the_csv_files_expresspass_counters() {
-    let dir = std::env::temp_dir().join(format!("dcsim-columnar-xpass-{}", std::process::id()));
+    let guard = tempfile::Builder::new()
+        .prefix("dcsim-columnar-xpass-")
+        .tempdir()
+        .unwrap();
+    let dir = guard.path().join("out");
     let r = run(
         "xpass-dumbbell.toml",
         &["sim.duration=\"2ms\"", "sim.warmup=\"1ms\""],
     );
     assert_eq!(r.flow_counter_columns(), ["credits_sent", "credits_wasted"]);
     check_run(&r, &dir);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The columns a run writes are the list of the current output schema version: a column

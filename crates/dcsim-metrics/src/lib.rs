@@ -592,18 +592,21 @@ fn remove_leftovers(parent: &Path, name: &str) {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("dcsim-commit-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    /// A new, empty scratch folder, removed when the guard is dropped (at the end of the
+    /// test, passed or failed).
+    fn scratch(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("dcsim-commit-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     /// A commit replaces the folder whole (an old file not in the new set is gone), lists
     /// every file in the manifest, and a changed file fails verification.
     #[test]
     fn commit_replaces_the_folder_whole_and_verifies() {
-        let d = scratch("whole");
+        let dir = scratch("whole");
+        let d = dir.path();
         let out = d.join("run");
         commit_dir(&out, &[("a.csv", b"1,2\n"), ("old.csv", b"x")]).unwrap();
         assert!(verify_dir(&out));
@@ -613,19 +616,20 @@ mod tests {
         assert!(verify_dir(&out));
         fs::write(out.join("a.csv"), b"3,").unwrap();
         assert!(!verify_dir(&out), "a truncated file");
-        let names: Vec<_> = fs::read_dir(&d)
+        let names: Vec<_> = fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["run"], "no temporary, old folder or lock left");
-        fs::remove_dir_all(&d).unwrap();
+        dir.close().unwrap();
     }
 
     /// A lock held by a live process refuses the commit and leaves the folder alone; one
     /// left by a dead process is taken over, and its temporary folder removed.
     #[test]
     fn a_live_writer_is_refused_and_a_dead_ones_leftovers_are_cleared() {
-        let d = scratch("lock");
+        let dir = scratch("lock");
+        let d = dir.path();
         let out = d.join("run");
         commit_dir(&out, &[("a.csv", b"old")]).unwrap();
         // pid 1 is always alive.
@@ -639,12 +643,12 @@ mod tests {
         fs::create_dir(d.join(format!(".run.tmp-{dead}"))).unwrap();
         commit_dir(&out, &[("a.csv", b"new")]).unwrap();
         assert_eq!(fs::read(out.join("a.csv")).unwrap(), b"new");
-        let names: Vec<_> = fs::read_dir(&d)
+        let names: Vec<_> = fs::read_dir(d)
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["run"]);
-        fs::remove_dir_all(&d).unwrap();
+        dir.close().unwrap();
     }
 
     #[test]
@@ -664,8 +668,11 @@ mod tests {
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("dcsim-aw-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-aw-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path();
         let p = dir.join("x.csv");
         atomic_write(&p, b"one").unwrap();
         // A killed writer's leftover (a pid above Linux's limit is never alive).
@@ -674,7 +681,7 @@ mod tests {
         atomic_write(&p, b"two").unwrap();
         assert!(!dead.exists(), "a dead writer's temporary file is removed");
         assert_eq!(fs::read(&p).unwrap(), b"two");
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
+        guard.close().unwrap();
     }
 }

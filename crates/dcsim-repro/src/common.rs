@@ -357,8 +357,11 @@ mod tests {
 
     #[test]
     fn runs_with_the_same_added_flows_are_reused_and_others_rerun() {
-        let dir = std::env::temp_dir().join(format!("dcsim-repro-reuse-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-repro-reuse-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path().to_path_buf();
         let ctx = Ctx::new(true, dir.clone(), 1).unwrap();
         let first = ctx.run_many(vec![spec(10_000)]).unwrap();
         assert_eq!(first[0].flows.len(), 1);
@@ -394,6 +397,6 @@ mod tests {
             "resolved differently: run again"
         );
         assert_eq!(std::fs::read_to_string(&resolved).unwrap(), text);
-        std::fs::remove_dir_all(&dir).unwrap();
+        guard.close().unwrap();
     }
 }

@@ -155,7 +155,11 @@ mod tests {
     /// build back to the scenario that runs (xpass-zero-loss runs the others' scenarios).
     #[test]
     fn written_scenarios_build_back_to_the_scenarios_that_run() {
-        let dir = std::env::temp_dir().join(format!("dcsim-repro-plan-{}", std::process::id()));
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-repro-plan-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path();
         for e in EXPERIMENTS.iter().filter(|e| e.name != "xpass-zero-loss") {
             let ctx = Ctx::planning(true, dir.join(e.name)).unwrap();
             assert_eq!((e.run)(&ctx).unwrap_err(), common::PLANNED, "{}", e.name);
@@ -170,7 +174,7 @@ mod tests {
                 assert_eq!(parsed.build(&r.name).unwrap().to_toml(), want, "{at}");
             }
         }
-        std::fs::remove_dir_all(&dir).unwrap();
+        guard.close().unwrap();
     }
 
     /// What result.json says of the ExpressPass experiments' set-ups holds for every run:
@@ -182,7 +186,11 @@ mod tests {
         use dcsim::transport::cc::CcSpec;
         use dcsim::transport::{TcpProfile, TransportSpec};
 
-        let dir = std::env::temp_dir().join(format!("dcsim-repro-tcp-{}", std::process::id()));
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-repro-tcp-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path();
         let mut seen = (0, 0);
         for e in EXPERIMENTS
             .iter()
@@ -218,6 +226,6 @@ mod tests {
             }
         }
         assert!(seen.0 > 10 && seen.1 > 10, "{seen:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        guard.close().unwrap();
     }
 }

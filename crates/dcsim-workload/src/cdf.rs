@@ -737,8 +737,11 @@ mod tests {
 
     #[test]
     fn file_errors_name_the_file() {
-        let dir = std::env::temp_dir().join(format!("dcsim-cdf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-cdf-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path();
         let p = dir.join("bad.cdf");
         std::fs::write(&p, "100 0\n200 0.5\n150 1\n").unwrap();
         let e = EmpiricalCdf::from_file(&p, CdfFormat::Dcsim, 1).unwrap_err();
@@ -750,6 +753,6 @@ mod tests {
         let missing = dir.join("missing.cdf");
         let e = EmpiricalCdf::from_file(&missing, CdfFormat::Dcsim, 1).unwrap_err();
         assert!(e.to_string().contains("missing.cdf: cannot read"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        guard.close().unwrap();
     }
 }

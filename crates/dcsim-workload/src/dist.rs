@@ -532,25 +532,28 @@ mod tests {
 
     #[test]
     fn cdf_file_is_read_relative_to_the_base_dir() {
-        let dir = std::env::temp_dir().join(format!("dcsim-dist-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-dist-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path();
         std::fs::write(dir.join("t.txt"), "1 0\n1 .5\n3 1\n").unwrap();
         let s = SizeSpec::CdfFile {
             path: "t.txt".into(),
             format: CdfFormat::Ns2,
             packet_bytes: None,
         };
-        let e = s.build(Some(&dir)).unwrap_err();
+        let e = s.build(Some(dir)).unwrap_err();
         assert!(e.contains("t.txt:1: expected 3 columns"), "{e}");
         let s = SizeSpec::CdfFile {
             path: "t.txt".into(),
             format: CdfFormat::Dcsim,
             packet_bytes: Some(ByteSize(1000)),
         };
-        let d = s.build(Some(&dir)).unwrap();
+        let d = s.build(Some(dir)).unwrap();
         // Half the flows 1 packet; the rest ceil(U(1, 3]) ∈ {2, 3}, mean 2.5 packets.
         assert!((d.mean_bytes() - 1750.0).abs() < 1e-9);
-        std::fs::remove_dir_all(&dir).unwrap();
+        guard.close().unwrap();
     }
 
     #[test]

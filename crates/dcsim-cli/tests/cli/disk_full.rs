@@ -92,7 +92,8 @@ const OTHER: &str = "queue.mark_threshold=40pkts";
 /// same run B without the limit then commits, with a digest other than A's.
 #[test]
 fn a_run_that_fills_the_disk_leaves_the_old_folder_whole_and_nothing_beside_it() {
-    let d = tmp("disk-full-run");
+    let dir = tmp("disk-full-run");
+    let d = dir.path();
     let out = d.join("R");
     let out_s = out.to_str().unwrap();
     let o = dcsim(&["run", SCENARIO, "--out", out_s, "--quiet"]);
@@ -102,7 +103,8 @@ fn a_run_that_fills_the_disk_leaves_the_old_folder_whole_and_nothing_beside_it()
     assert!(dcsim::metrics::verify_dir(&out) && dcsim_metrics_verify(&out));
 
     // Run B without a limit, elsewhere: what it writes, so the limits fall in its files.
-    let probe = tmp("disk-full-probe");
+    let probe_dir = tmp("disk-full-probe");
+    let probe = probe_dir.path();
     let o = dcsim(&[
         "run",
         SCENARIO,
@@ -116,7 +118,7 @@ fn a_run_that_fills_the_disk_leaves_the_old_folder_whole_and_nothing_beside_it()
     let b = snapshot(&probe.join("B"));
     let b_digest = digest(&probe.join("B"));
     assert_ne!(b_digest, digest(&out), "run B must differ from run A");
-    std::fs::remove_dir_all(&probe).unwrap();
+    probe_dir.close().unwrap();
     let largest = b.values().map(Vec::len).max().unwrap();
     // Files are written in this order; the first fits under every limit, so each limit
     // fails the commit in the middle of the results, not at the lock (a process id, a few
@@ -147,7 +149,7 @@ fn a_run_that_fills_the_disk_leaves_the_old_folder_whole_and_nothing_beside_it()
         );
         assert!(dcsim::metrics::verify_dir(&out), "ulimit -f {blocks}");
         assert_eq!(
-            names(&d),
+            names(d),
             ["R"],
             "ulimit -f {blocks}: temporary folders or locks left"
         );
@@ -165,8 +167,8 @@ fn a_run_that_fills_the_disk_leaves_the_old_folder_whole_and_nothing_beside_it()
         s.remove("manifest.json");
     }
     assert!(now == b, "run B committed after the failures is not run B");
-    assert_eq!(names(&d), ["R"]);
-    std::fs::remove_dir_all(&d).unwrap();
+    assert_eq!(names(d), ["R"]);
+    dir.close().unwrap();
 }
 
 /// A disk that is full before the writer has written its process id into the lock (the
@@ -175,7 +177,8 @@ fn a_run_that_fills_the_disk_leaves_the_old_folder_whole_and_nothing_beside_it()
 /// writers that died are cleared by the next write"), so the next run succeeds.
 #[test]
 fn a_disk_full_at_the_lock_leaves_no_lock_behind() {
-    let d = tmp("disk-full-lock");
+    let dir = tmp("disk-full-lock");
+    let d = dir.path();
     let out = d.join("R");
     let out_s = out.to_str().unwrap();
     let o = dcsim(&["run", SCENARIO, "--out", out_s, "--quiet"]);
@@ -189,13 +192,13 @@ fn a_disk_full_at_the_lock_leaves_no_lock_behind() {
     assert!(snapshot(&out) == a, "the folder is no longer run A");
     // The failed writer's lock is removed with the error (it once stayed, empty, and
     // refused the next writer for 10 s).
-    assert_eq!(names(&d), ["R"], "temporary folders or locks left");
+    assert_eq!(names(d), ["R"], "temporary folders or locks left");
     // At once (not 10 s later, when an empty lock counts as stale) the next run commits.
     let o = dcsim(&["run", SCENARIO, "--out", out_s, "--quiet", "--set", OTHER]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(dcsim::metrics::verify_dir(&out));
-    assert_eq!(names(&d), ["R"]);
-    std::fs::remove_dir_all(&d).unwrap();
+    assert_eq!(names(d), ["R"]);
+    dir.close().unwrap();
 }
 
 /// A sweep whose run commits and index fail for a full disk (docs/sweep.md): exit code 1
@@ -204,7 +207,8 @@ fn a_disk_full_at_the_lock_leaves_no_lock_behind() {
 /// each whole; the same command without the limit then runs the two runs and commits them.
 #[test]
 fn a_sweep_that_fills_the_disk_keeps_its_complete_runs() {
-    let d = tmp("disk-full-sweep");
+    let dir = tmp("disk-full-sweep");
+    let d = dir.path();
     let f = d.join("s.toml");
     std::fs::write(
         &f,
@@ -277,7 +281,7 @@ fn a_sweep_that_fills_the_disk_keeps_its_complete_runs() {
             }
         }
     }
-    assert_eq!(dot_files(&d), Vec::<String>::new(), "leftovers");
+    assert_eq!(dot_files(d), Vec::<String>::new(), "leftovers");
 
     let o = dcsim(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -294,8 +298,8 @@ fn a_sweep_that_fills_the_disk_keeps_its_complete_runs() {
         assert!(dcsim::metrics::verify_dir(&out.join(r)), "{r}");
         assert!(snapshot(&out.join(r)) != *s, "{r} was not run again");
     }
-    assert_eq!(dot_files(&d), Vec::<String>::new(), "leftovers");
-    std::fs::remove_dir_all(&d).unwrap();
+    assert_eq!(dot_files(d), Vec::<String>::new(), "leftovers");
+    dir.close().unwrap();
 }
 
 /// Every name beginning with a dot under `dir`, at any depth: temporary files and

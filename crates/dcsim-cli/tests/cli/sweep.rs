@@ -20,11 +20,13 @@ const VARY: [&str; 4] = [
     "generators[0].pattern.load=0.3,0.6",
 ];
 
-fn setup(name: &str) -> (std::path::PathBuf, String, String) {
+/// The scratch folder (removed when the guard is dropped), the scenario file in it and
+/// the sweep's output folder.
+fn setup(name: &str) -> (tempfile::TempDir, String, String) {
     let d = tmp(name);
-    let f = d.join("s.toml");
+    let f = d.path().join("s.toml");
     std::fs::write(&f, SCENARIO).unwrap();
-    let out = d.join("out").display().to_string();
+    let out = d.path().join("out").display().to_string();
     (d, f.display().to_string(), out)
 }
 
@@ -170,7 +172,7 @@ fn sweep_results_do_not_depend_on_jobs() {
     let (d, f, _) = setup("sweep-jobs");
     let mut digests = Vec::new();
     for jobs in ["1", "2"] {
-        let out = d.join(format!("out{jobs}")).display().to_string();
+        let out = d.path().join(format!("out{jobs}")).display().to_string();
         let (o, err) = sweep(&f, &out, &["--jobs", jobs, "--seeds", "2", "--quiet"]);
         assert!(o.status.success(), "{err}");
         assert!(err.is_empty(), "--quiet printed: {err}");
@@ -249,7 +251,7 @@ fn sweep_bad_arguments_exit_2_and_name_the_value() {
         assert!(!err.contains("panicked"), "{err}");
     }
     assert!(
-        !d.join("out").exists(),
+        !d.path().join("out").exists(),
         "a rejected sweep must write nothing"
     );
 }

@@ -64,8 +64,9 @@ hosts = [0]
 
 #[test]
 fn tshark_analyses_tcp_in_a_trace() {
-    let d = tmp("trace-tcp");
-    let f = write(&d, LOSSY);
+    let dir = tmp("trace-tcp");
+    let d = dir.path();
+    let f = write(d, LOSSY);
     let out = d.join("out");
     let o = dcsim(&["run", &f, "--out", out.to_str().unwrap(), "--quiet"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -114,9 +115,10 @@ fn tshark_analyses_tcp_in_a_trace() {
 
 #[test]
 fn the_lua_dissector_reads_expresspass_packets() {
-    let d = tmp("trace-xpass");
+    let dir = tmp("trace-xpass");
+    let d = dir.path();
     let f = write(
-        &d,
+        d,
         r#"
 [topology]
 kind = "dumbbell"
@@ -179,9 +181,10 @@ hosts = [1]
 /// table, in the format asked for (both files with `both`).
 #[test]
 fn traces_and_the_event_log_are_written_in_every_format() {
-    let d = tmp("trace-formats");
+    let dir = tmp("trace-formats");
+    let d = dir.path();
     let f = write(
-        &d,
+        d,
         "[topology]\nkind = \"dumbbell\"\npairs = 1\n[[flows]]\nsrc = 0\ndst = 1\nsize = \"100KB\"\n\
          [output.trace]\nhosts = [0]\n[output.events]\nflows = \"all\"\n",
     );

@@ -102,7 +102,11 @@ mod tests {
     /// series (both come from `VARIANTS`; this pins that the scenarios do).
     #[test]
     fn every_run_uses_the_settings_recorded_for_its_series() {
-        let dir = std::env::temp_dir().join(format!("dcsim-cq-plan-{}", std::process::id()));
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-cq-plan-")
+            .tempdir()
+            .unwrap();
+        let dir = guard.path().to_path_buf();
         let ctx = Ctx::planning(true, dir.clone()).unwrap();
         assert!(run(&ctx).is_err());
         let runs = ctx.planned();
@@ -122,6 +126,5 @@ mod tests {
             };
             assert_eq!(q.credit_burst, Amount::Packets(burst), "{}", r.name);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

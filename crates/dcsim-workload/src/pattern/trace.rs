@@ -281,10 +281,17 @@ mod tests {
     use super::*;
     use crate::GeneratorSpec;
 
-    fn write(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("dcsim-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+    /// A scratch folder for one test's trace files, removed when the guard is dropped (at
+    /// the end of the test, passed or failed).
+    fn scratch() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("dcsim-trace-")
+            .tempdir()
+            .unwrap()
+    }
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();
         p
     }
@@ -300,7 +307,9 @@ mod tests {
 
     #[test]
     fn trace_replays_in_order_with_offset() {
+        let dir = scratch();
         let p = write(
+            &dir,
             "ok.csv",
             "start_ns,src,dst,size_bytes,class\n# comment\n0,1,2,1000,0\n\n500,2,1,20,1\n\
              500,0,3,7\n",
@@ -330,8 +339,9 @@ mod tests {
             t
         };
         let rng = RngTree::new(0);
+        let dir = scratch();
         for (name, bad) in [("edit.csv", "5000,1,9,5\n"), ("self.csv", "5000,2,2,5\n")] {
-            let p = write(name, &rows("5000,1,2,5\n"));
+            let p = write(&dir, name, &rows("5000,1,2,5\n"));
             let s = spec(&p).source(&SourceCx::new(4, &rng, 0)).unwrap();
             std::fs::write(&p, rows(bad)).unwrap();
             assert_eq!(s.count(), 5000, "{name}: ends before the edited row");
@@ -359,8 +369,9 @@ mod tests {
             ("neg.csv", "-1,0,1,5\n", ":1: expected the header"),
         ];
         let rng = RngTree::new(0);
+        let dir = scratch();
         for (name, text, want) in cases {
-            let p = write(name, text);
+            let p = write(&dir, name, text);
             let e = spec(&p).source(&SourceCx::new(4, &rng, 0)).unwrap_err();
             assert!(e.starts_with("file: "), "{e}");
             assert!(e.contains(&format!("{name}{want}")), "{e} (wanted {want})");

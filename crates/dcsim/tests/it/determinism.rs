@@ -72,10 +72,14 @@ fn written_results_load_back_unchanged() {
             "output.timeseries={ every = \"1ms\", flows = [0, 1] }",
         ],
     );
-    let dir = std::env::temp_dir().join(format!("dcsim-load-{}", std::process::id()));
+    let guard = tempfile::Builder::new()
+        .prefix("dcsim-load-")
+        .tempdir()
+        .unwrap();
+    let dir = guard.path().join("results");
     r.write(&dir).unwrap();
     let l = dcsim::Results::load(&dir).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    guard.close().unwrap();
     assert_eq!(l.summary, r.summary);
     assert_eq!(format!("{:?}", l.flows), format!("{:?}", r.flows));
     assert_eq!(format!("{:?}", l.ports), format!("{:?}", r.ports));
@@ -119,11 +123,15 @@ fn per_transport_counters_have_their_own_columns() {
         xp.counters["credits_sent"]
     );
     assert_eq!(totals["tcp"]["timeouts"], tcp.counters["timeouts"]);
-    let dir = std::env::temp_dir().join(format!("dcsim-counters-{}", std::process::id()));
+    let guard = tempfile::Builder::new()
+        .prefix("dcsim-counters-")
+        .tempdir()
+        .unwrap();
+    let dir = guard.path().join("results");
     r.write(&dir).unwrap();
     let text = std::fs::read_to_string(dir.join("flows.csv")).unwrap();
     let l = dcsim::Results::load(&dir).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    guard.close().unwrap();
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
     assert_eq!(
         header[header.len() - 3..],
