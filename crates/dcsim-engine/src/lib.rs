@@ -11,13 +11,16 @@
 //!   heap entry per firing rather than one per re-arm;
 //! - [`RngTree`]: one seed per run, an independent random stream per component;
 //! - [`define_id!`]: typed `u32` arena indices;
-//! - [`spec`]: how scenario files name and configure plug-ins (`kind = "..."`).
+//! - [`spec`]: how scenario files name and configure plug-ins (`kind = "..."`);
+//! - [`parallel`]: a model split into parts run on one thread each, handling events in the
+//!   order one [`Scheduler`] would (ADR 0009).
 //!
 //! There is no global state: two simulations can run in one process at once.
 #![warn(missing_docs)]
 #![deny(unsafe_code)] // allowed in `prefetch` only (ADR 0007)
 
 mod id;
+pub mod parallel;
 pub mod prefetch;
 mod rng;
 mod sched;

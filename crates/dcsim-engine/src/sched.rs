@@ -51,37 +51,49 @@ pub struct SchedStats {
 /// Four children per node halve the depth of a binary heap, and the smallest child is
 /// chosen without data-dependent branches, which matters because sift-down comparisons
 /// are unpredictable and each misprediction costs more than the comparison itself.
-/// The key array is padded with `u64::MAX` to one root plus whole groups of four, so
+/// The key array is padded with the largest key to one root plus whole groups of four, so
 /// every node that has a child slot has four and the selection needs no test for a partial
 /// last group: a padding key never wins and stops the descent. (Aligning each group of
 /// four to a cache line was measured too: no faster on the fat-tree benchmark and 3 %
 /// slower on the dumbbell, for the index arithmetic.) Removal uses the "hole" technique:
 /// elements move up into the hole instead of swapping.
-struct QuadHeap<E> {
+/// A heap key: ordered, with a largest value that pads the heap and is never a real key.
+pub(crate) trait HeapKey: Copy + Ord {
+    /// The padding key.
+    const PAD: Self;
+}
+impl HeapKey for u64 {
+    const PAD: Self = Self::MAX;
+}
+impl HeapKey for u128 {
+    const PAD: Self = Self::MAX;
+}
+
+pub(crate) struct QuadHeap<K, E> {
     /// `keys[0]` is the root and the children of `i` are `4i+1..=4i+4`; slots from
-    /// `evs.len()` on hold `u64::MAX`, and `keys.len()` is always 1 modulo 4.
-    keys: Vec<u64>,
+    /// `evs.len()` on hold [`HeapKey::PAD`], and `keys.len()` is always 1 modulo 4.
+    keys: Vec<K>,
     /// The event of each key; exactly as long as the heap.
     evs: Vec<E>,
 }
 
-impl<E: Copy> QuadHeap<E> {
-    fn new() -> Self {
+impl<K: HeapKey, E: Copy> QuadHeap<K, E> {
+    pub(crate) fn new() -> Self {
         Self {
-            keys: vec![u64::MAX; 5],
+            keys: vec![K::PAD; 5],
             evs: Vec::new(),
         }
     }
     #[inline]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.evs.len()
     }
     #[inline]
-    fn push(&mut self, key: u64, ev: E) {
-        debug_assert!(key < u64::MAX, "the padding key is reserved");
+    pub(crate) fn push(&mut self, key: K, ev: E) {
+        debug_assert!(key < K::PAD, "the padding key is reserved");
         let mut i = self.evs.len();
         if i == self.keys.len() {
-            self.keys.extend([u64::MAX; 4]);
+            self.keys.extend([K::PAD; 4]);
         }
         self.evs.push(ev);
         while i > 0 {
@@ -97,16 +109,16 @@ impl<E: Copy> QuadHeap<E> {
         self.evs[i] = ev;
     }
     #[inline]
-    fn peek(&self) -> Option<(u64, E)> {
+    pub(crate) fn peek(&self) -> Option<(K, E)> {
         self.evs.first().map(|&ev| (self.keys[0], ev))
     }
     /// Removes the root (the heap must not be empty).
     #[inline]
-    fn remove_root(&mut self) {
+    pub(crate) fn remove_root(&mut self) {
         let last = self.evs.len() - 1;
         let last_key = self.keys[last];
         let last_ev = self.evs.pop().expect("non-empty");
-        self.keys[last] = u64::MAX;
+        self.keys[last] = K::PAD;
         if last > 0 {
             self.sift_down(last_key, last_ev);
         }
@@ -114,13 +126,13 @@ impl<E: Copy> QuadHeap<E> {
     /// Replaces the root (the heap must not be empty) by `(key, ev)`, where `key` is not
     /// smaller than the old root's: one descent instead of a removal and an insertion.
     #[inline]
-    fn replace_root(&mut self, key: u64, ev: E) {
-        debug_assert!(key >= self.keys[0] && key < u64::MAX);
+    pub(crate) fn replace_root(&mut self, key: K, ev: E) {
+        debug_assert!(key >= self.keys[0] && key < K::PAD);
         self.sift_down(key, ev);
     }
     /// Moves the hole at the root down to where `key` belongs and puts `(key, ev)` there.
     #[inline]
-    fn sift_down(&mut self, key: u64, ev: E) {
+    fn sift_down(&mut self, key: K, ev: E) {
         let slots = self.keys.len();
         let mut i = 0;
         loop {
@@ -129,7 +141,7 @@ impl<E: Copy> QuadHeap<E> {
                 break;
             }
             // `slots` and `c` are both 1 modulo 4: the group of four is always there.
-            let k: &[u64; 4] = self.keys[c..c + 4].try_into().expect("padded group");
+            let k: &[K; 4] = self.keys[c..c + 4].try_into().expect("padded group");
             let a = usize::from(k[1] < k[0]);
             let b = 2 + usize::from(k[3] < k[2]);
             let m = if k[b] < k[a] { b } else { a };
@@ -147,7 +159,7 @@ impl<E: Copy> QuadHeap<E> {
     }
     /// Empties the heap: `scratch` receives its keys in order, each with its old position,
     /// and `evs` the events in the same order (both cleared first).
-    fn drain_sorted(&mut self, scratch: &mut Vec<(u64, usize)>, evs: &mut Vec<E>) {
+    fn drain_sorted(&mut self, scratch: &mut Vec<(K, usize)>, evs: &mut Vec<E>) {
         scratch.clear();
         scratch.extend(
             self.keys[..self.evs.len()]
@@ -160,7 +172,13 @@ impl<E: Copy> QuadHeap<E> {
         evs.extend(scratch.iter().map(|&(_, i)| self.evs[i]));
         self.evs.clear();
         self.keys.clear();
-        self.keys.extend([u64::MAX; 5]);
+        self.keys.extend([K::PAD; 5]);
+    }
+
+    /// The keys of the pending events, to be rewritten in place by a map that keeps their
+    /// order.
+    pub(crate) fn keys_mut(&mut self) -> &mut [K] {
+        &mut self.keys[..self.evs.len()]
     }
 }
 
@@ -219,7 +237,7 @@ const MIN_RANK_BITS: u32 = 22;
 /// insertion. The order of events is unchanged: keys are unique, so any correct heap pops
 /// them in the same order.
 pub struct Scheduler<E> {
-    heap: QuadHeap<E>,
+    heap: QuadHeap<u64, E>,
     /// Events at or beyond `epoch + horizon`, keyed by `(time, far_seq)`.
     far: std::collections::BinaryHeap<Far<E>>,
     /// Whether the heap's root is the event last popped (to be replaced or removed).

@@ -1,0 +1,1085 @@
+//! Exact-order parallel runs: a model split into parts, one thread each, that handles
+//! every event in the order one [`Scheduler`] would (ADR 0009).
+//!
+//! One scheduler orders events by time, then by the order in which they were created: a
+//! global counter that threads running separate parts of a model do not share. This
+//! module keeps that order anyway, so that a parallel run's outputs can be byte-identical
+//! to the one-thread run's:
+//!
+//! - **Windows.** Every event a part sends to another part is at least `lookahead` after
+//!   the event that creates it (in a network, the shortest link delay between parts). The
+//!   run advances in windows of half the look-ahead; inside one, no part can affect
+//!   another, so each part handles its own events on its own thread. An event sent in a
+//!   window lands two windows later at the earliest.
+//! - **Provisional numbers.** A part numbers the events it creates with its own counter,
+//!   marked provisional, above every global number. That orders its own events exactly:
+//!   an event numbered globally precedes, at equal times, every provisional one (it was
+//!   created earlier), and two events this part created were created in its own order of
+//!   handling, which is the global order restricted to this part.
+//! - **Numbering.** An event's global number is the count of events created before it:
+//!   by the handlers that come before its own in the one-thread order, `(time, global
+//!   number of the event handled)`, and by its own handler before it. Before handling
+//!   window `i`, each part numbers the events it created in window `i − 1`: its own
+//!   handlers give the first count, and each other part's log of the window (8 bytes per
+//!   event handled) the count of its handlers that come first. Times decide; global
+//!   numbers are compared only at equal times, and the other part's number may then
+//!   still be in the making on its thread, so the numbering waits for it. That cannot
+//!   deadlock: each part numbers in its own order of handling, and a number waited for
+//!   belongs to a handler earlier in the global order.
+//! - **Renumbering.** At the start of window `i + 1`, each part replaces the provisional
+//!   numbers of window `i − 1` by global ones (the replacement keeps their order and they
+//!   stay below every provisional number, so its heap stays valid) and takes in the
+//!   events the other parts sent it in window `i − 1`, with their global numbers.
+//!
+//! `cargo run --release -p dcsim-engine --example parbench` measures what is left of two
+//! threads after the logs, the numbering and the barrier. [`run_sequential`] is the
+//! reference: the same parts on one [`Scheduler`]. dcsim's network does not run on this
+//! yet (ADR 0009 says what it would take and what it would gain).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::sched::QuadHeap;
+use crate::{Dur, Scheduler, Time};
+
+/// One part of a model split for a parallel run.
+pub trait Part: Send {
+    /// The model's events (of every part).
+    type Event: Copy + Send + Sync;
+    /// Handles `ev` at time `now`; every event it creates goes through `out`.
+    fn handle(&mut self, now: Time, ev: Self::Event, out: &mut Out<Self::Event>);
+}
+
+/// Where a handler puts the events it creates, each addressed to a part, in the order it
+/// creates them.
+#[derive(Debug)]
+pub struct Out<E> {
+    now: Time,
+    buf: Vec<(u32, Time, E)>,
+}
+
+impl<E> Out<E> {
+    fn new() -> Self {
+        Self {
+            now: Time::ZERO,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The time of the event being handled.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Creates `ev` for part `part` at time `at` (not before [`Out::now`]; for another part
+    /// than the handler's, at least the run's look-ahead after it).
+    pub fn schedule(&mut self, part: usize, at: Time, ev: E) {
+        debug_assert!(at >= self.now, "event created in the past");
+        self.buf.push((part as u32, at, ev));
+    }
+}
+
+/// Runs `parts` on one thread and one [`Scheduler`], the reference order: `init` events
+/// first (numbered in the order given), then every event with a time up to `end`.
+/// `order`, if given, receives the part of each event handled, in order. Returns the
+/// number of events handled.
+pub fn run_sequential<P: Part>(
+    parts: &mut [P],
+    init: &[(usize, Time, P::Event)],
+    end: Time,
+    mut order: Option<&mut Vec<u32>>,
+) -> u64 {
+    let mut sched = Scheduler::new();
+    for &(p, t, ev) in init {
+        sched.schedule(t, (p as u32, ev));
+    }
+    let mut out = Out::new();
+    let mut events = 0;
+    while let Some((now, (p, ev))) = sched.pop_until(end) {
+        out.now = now;
+        parts[p as usize].handle(now, ev, &mut out);
+        for (q, at, e) in out.buf.drain(..) {
+            sched.schedule(at, (q, e));
+        }
+        if let Some(o) = order.as_deref_mut() {
+            o.push(p);
+        }
+        events += 1;
+    }
+    events
+}
+
+/// Figures of a parallel run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ParallelStats {
+    /// Events handled.
+    pub events: u64,
+    /// Windows run.
+    pub windows: u64,
+    /// Events sent from one part to another.
+    pub crossings: u64,
+    /// Wall-clock seconds the parts spent numbering their events, summed over the parts.
+    pub numbering_seconds: f64,
+    /// Wall-clock seconds the parts spent handling events, summed over the parts.
+    pub handle_seconds: f64,
+    /// Wall-clock seconds the parts spent renumbering their pending events and taking in
+    /// the events sent to them, summed over the parts.
+    pub renumber_seconds: f64,
+}
+
+/// A parallel run's failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParallelError {
+    /// A handler sent an event to another part sooner than the look-ahead allows.
+    #[error(
+        "part {from} sent part {to} an event at {at:?}, before {earliest:?}: the look-ahead \
+         is larger than the model's smallest delay between parts"
+    )]
+    Lookahead {
+        /// The sending part.
+        from: usize,
+        /// The receiving part.
+        to: usize,
+        /// The event's time.
+        at: Time,
+        /// The earliest time its window allowed.
+        earliest: Time,
+    },
+    /// A handler addressed a part that does not exist.
+    #[error("an event was sent to part {to}, but the run has {parts} parts")]
+    NoSuchPart {
+        /// The part named.
+        to: usize,
+        /// How many there are.
+        parts: usize,
+    },
+}
+
+/// The bit that marks a provisional number (global numbers stay below it).
+const PROVISIONAL: u64 = 1 << 63;
+
+/// The scheduler's 4-ary heap, on keys `time << 64 | number` whose numbers can be
+/// rewritten in place by an order-preserving map. As in [`Scheduler`], a popped event
+/// stays in the root until the next operation, so that the handler's first new event
+/// replaces it with one descent.
+struct Heap<E> {
+    q: QuadHeap<u128, E>,
+    /// Whether the root is the event last popped.
+    root_popped: bool,
+}
+
+fn key(t: u64, num: u64) -> u128 {
+    (u128::from(t) << 64) | u128::from(num)
+}
+
+impl<E: Copy> Heap<E> {
+    fn new() -> Self {
+        Self {
+            q: QuadHeap::new(),
+            root_popped: false,
+        }
+    }
+    /// Drops the root if it is the event last popped.
+    fn settle(&mut self) {
+        if self.root_popped {
+            self.root_popped = false;
+            self.q.remove_root();
+        }
+    }
+    fn peek_time(&mut self) -> Option<u64> {
+        self.settle();
+        self.q.peek().map(|(k, _)| (k >> 64) as u64)
+    }
+    fn push(&mut self, key: u128, ev: E) {
+        if self.root_popped {
+            // Not earlier than the popped root: events are not created in the past, and a
+            // new number is larger than every pending one.
+            self.root_popped = false;
+            self.q.replace_root(key, ev);
+        } else {
+            self.q.push(key, ev);
+        }
+    }
+    /// The earliest event, left in the root until the next operation.
+    fn pop(&mut self) -> Option<(u128, E)> {
+        self.settle();
+        let top = self.q.peek()?;
+        self.root_popped = true;
+        Some(top)
+    }
+    /// Gives every event that `numbers` numbers its global number (the root must be
+    /// settled). The map keeps the order of the events it renumbers, and its numbers are
+    /// below every provisional one, so the heap stays a heap.
+    fn renumber(&mut self, numbers: &Numbers) {
+        debug_assert!(!self.root_popped);
+        for k in self.q.keys_mut() {
+            let num = *k as u64;
+            if num & PROVISIONAL != 0 && numbers.has(num & !PROVISIONAL) {
+                let g = numbers.table[((num & !PROVISIONAL) - numbers.base) as usize]
+                    .load(Ordering::Relaxed);
+                *k = key((*k >> 64) as u64, g);
+            }
+        }
+    }
+}
+
+/// What a part hands over at the end of a window: what the numbering needs, what the other
+/// parts need afterwards, and what the choice of the next window needs.
+struct WindowLog<E> {
+    /// Per event handled: its time, its number (global or provisional) and the part's
+    /// count of events created before it was handled.
+    log: Vec<(u64, u64, u64)>,
+    /// The same, for the other parts' numbering, in 8 bytes: the time from the window's
+    /// start and the count from `base` (the number is read from `log` at equal times
+    /// only). The other parts read it from this part's cache, so it is kept small.
+    brief: Vec<(u32, u32)>,
+    /// Events for other parts, by receiving part: the time, the provisional count, the
+    /// event.
+    outbox: Vec<Vec<(u64, u64, E)>>,
+    /// The window: `[start, end)`.
+    start: u64,
+    end: u64,
+    /// The part's count of events created, at the window's start and end.
+    base: u64,
+    count: u64,
+    /// The part's earliest pending event after the window, and its earliest event sent.
+    next: Option<u64>,
+    sent: Option<u64>,
+    /// A look-ahead violation seen by the part.
+    error: Option<ParallelError>,
+}
+
+impl<E> WindowLog<E> {
+    fn new(parts: usize) -> Self {
+        Self {
+            log: Vec::new(),
+            brief: Vec::new(),
+            outbox: (0..parts).map(|_| Vec::new()).collect(),
+            start: 0,
+            end: 0,
+            base: 0,
+            count: 0,
+            next: None,
+            sent: None,
+            error: None,
+        }
+    }
+}
+
+/// The global numbers of the events a part created in one window: the event numbered
+/// provisionally `base + i` is `table[i]`, written by the part's thread as it numbers
+/// them ([`UNSET`] until then).
+struct Numbers {
+    base: u64,
+    table: Vec<AtomicU64>,
+}
+
+/// A table entry not yet written.
+const UNSET: u64 = u64::MAX;
+
+impl Numbers {
+    /// Whether this window created the event numbered provisionally `c`.
+    fn has(&self, c: u64) -> bool {
+        c.checked_sub(self.base)
+            .is_some_and(|i| i < self.table.len() as u64)
+    }
+    /// The global number of provisional count `c`, which this window created; waits for
+    /// the part's thread to number it, if need be (`None` if the run
+    /// was aborted meanwhile).
+    fn wait(&self, c: u64, barrier: &SpinBarrier) -> Option<u64> {
+        let slot = &self.table[(c - self.base) as usize];
+        barrier.spin_until(|| {
+            let g = slot.load(Ordering::Acquire);
+            (g != UNSET).then_some(g)
+        })
+    }
+}
+
+/// Buffers kept for three windows: window `i`'s are at index `i % 3`, written at its end,
+/// numbered during the next window and read by the receiving parts at the start of the one
+/// after.
+const SLOTS: usize = 3;
+
+/// What the parts share.
+struct Shared<E> {
+    logs: Vec<[RwLock<WindowLog<E>>; SLOTS]>,
+    numbers: Vec<[RwLock<Numbers>; SLOTS]>,
+    barrier: SpinBarrier,
+}
+
+/// A barrier for threads that wait microseconds: spin first, then yield the core (a test
+/// runner may have more threads than cores). It stops waiting for good once any thread
+/// has panicked.
+struct SpinBarrier {
+    n: usize,
+    count: AtomicUsize,
+    generation: AtomicUsize,
+    aborted: AtomicBool,
+}
+
+impl SpinBarrier {
+    fn new(n: usize) -> Self {
+        Self {
+            n,
+            count: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            aborted: AtomicBool::new(false),
+        }
+    }
+    /// Waits for all `n` threads; `false` if the run was aborted.
+    fn wait(&self) -> bool {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.count.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return !self.aborted.load(Ordering::Acquire);
+        }
+        self.spin_until(|| (self.generation.load(Ordering::Acquire) != generation).then_some(()))
+            .is_some()
+            && !self.aborted.load(Ordering::Acquire)
+    }
+
+    /// Spins until `ready` gives a value, yielding the core after a while; `None` once the
+    /// run is aborted.
+    fn spin_until<T>(&self, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+        let mut spins = 0u32;
+        loop {
+            if let Some(v) = ready() {
+                return Some(v);
+            }
+            if self.aborted.load(Ordering::Acquire) {
+                return None;
+            }
+            if spins < 1 << 14 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Aborts the barrier if its thread unwinds, so the other threads stop waiting.
+struct AbortOnPanic<'a>(&'a SpinBarrier);
+impl Drop for AbortOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.aborted.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Runs `parts` in parallel, one thread each, handling every event in the order of
+/// [`run_sequential`] with the same arguments. `lookahead` (at least 2 ps) must not exceed
+/// the shortest time between an event and an event it creates for another part. `order`,
+/// if given, receives the part of each event handled, in that order.
+///
+/// The run goes in windows of half the look-ahead. Before handling one, each part numbers
+/// the events it created in the one before; an event sent to another part lands two
+/// windows later at the earliest, when its global number is known.
+///
+/// # Errors
+/// If a handler sends an event to another part sooner than `lookahead` allows, or to a
+/// part that does not exist.
+///
+/// # Panics
+/// If `lookahead` is below 2 ps or there are more than 2³² parts; a panic in a handler is
+/// re-raised.
+pub fn run_parallel<P: Part>(
+    parts: &mut [P],
+    init: &[(usize, Time, P::Event)],
+    end: Time,
+    lookahead: Dur,
+    order: Option<&mut Vec<u32>>,
+) -> Result<ParallelStats, ParallelError> {
+    assert!(
+        lookahead.0 >= 2,
+        "a parallel run needs a look-ahead of 2 ps or more"
+    );
+    let n = parts.len();
+    assert!(u32::try_from(n).is_ok(), "too many parts");
+    let mut heaps: Vec<Heap<P::Event>> = (0..n).map(|_| Heap::new()).collect();
+    for (i, &(p, t, ev)) in init.iter().enumerate() {
+        let heap = heaps
+            .get_mut(p)
+            .ok_or(ParallelError::NoSuchPart { to: p, parts: n })?;
+        heap.push(key(t.0, i as u64), ev);
+    }
+    // Half the look-ahead, or less: offsets in a window must fit 32 bits.
+    let width = (lookahead.0 / 2).min(u64::from(u32::MAX));
+    let Some(first) = heaps.iter_mut().filter_map(Heap::peek_time).min() else {
+        return Ok(ParallelStats::default());
+    };
+    let shared = Shared {
+        logs: (0..n)
+            .map(|_| [(); SLOTS].map(|()| RwLock::new(WindowLog::new(n))))
+            .collect(),
+        numbers: (0..n)
+            .map(|_| {
+                [(); SLOTS].map(|()| {
+                    RwLock::new(Numbers {
+                        base: 0,
+                        table: Vec::new(),
+                    })
+                })
+            })
+            .collect(),
+        barrier: SpinBarrier::new(n),
+    };
+    let plan = Plan {
+        width,
+        end: end.0,
+        first_window: first / width,
+        init: init.len() as u64,
+        record: order.is_some(),
+    };
+    let outcomes: Vec<Outcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = parts
+            .iter_mut()
+            .zip(heaps)
+            .enumerate()
+            .map(|(p, (part, heap))| {
+                let worker = Worker {
+                    p,
+                    n,
+                    part,
+                    heap,
+                    log: WindowLog::new(n),
+                    count: 0,
+                    out: Out::new(),
+                };
+                let shared = &shared;
+                s.spawn(move || worker.run(shared, plan))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut stats = ParallelStats::default();
+    for o in &outcomes {
+        if let Some(e) = o.error {
+            return Err(e);
+        }
+        stats.events += o.stats.events;
+        stats.crossings += o.stats.crossings;
+        stats.numbering_seconds += o.stats.numbering_seconds;
+        stats.handle_seconds += o.stats.handle_seconds;
+        stats.renumber_seconds += o.stats.renumber_seconds;
+        stats.windows = stats.windows.max(o.stats.windows);
+    }
+    if let Some(order) = order {
+        let mut all: Vec<(u64, u64, u32)> = outcomes
+            .iter()
+            .enumerate()
+            .flat_map(|(p, o)| o.handled.iter().map(move |&(t, g)| (t, g, p as u32)))
+            .collect();
+        all.sort_unstable();
+        order.extend(all.iter().map(|e| e.2));
+    }
+    Ok(stats)
+}
+
+/// The fixed facts of a run: window `k` is `[k · width, (k + 1) · width)`.
+#[derive(Clone, Copy)]
+struct Plan {
+    width: u64,
+    end: u64,
+    first_window: u64,
+    /// Events created before the run: the first global number of the run.
+    init: u64,
+    /// Whether to record the order of handling.
+    record: bool,
+}
+
+/// What one thread reports at the end.
+struct Outcome {
+    error: Option<ParallelError>,
+    stats: ParallelStats,
+    /// If recording: every event the part handled, as `(time, global number)`.
+    handled: Vec<(u64, u64)>,
+}
+
+/// One thread's part and its private state.
+struct Worker<'a, P: Part> {
+    p: usize,
+    n: usize,
+    part: &'a mut P,
+    heap: Heap<P::Event>,
+    /// The window being handled.
+    log: WindowLog<P::Event>,
+    /// Events created so far: the next provisional count.
+    count: u64,
+    out: Out<P::Event>,
+}
+
+impl<P: Part> Worker<'_, P> {
+    /// Runs the part's windows and numbers the events it creates.
+    fn run(mut self, shared: &Shared<P::Event>, plan: Plan) -> Outcome {
+        let guard = AbortOnPanic(&shared.barrier);
+        let mut numberer = Numberer {
+            p: self.p,
+            next_global: plan.init,
+            cursors: vec![0; self.n],
+            stats: ParallelStats::default(),
+            handled: plan.record.then(Vec::new),
+        };
+        let mut k = plan.first_window;
+        // Whether the window before handled any event, in any part.
+        let mut busy_before = true;
+        let mut i = 0usize;
+        let error = loop {
+            let t0 = std::time::Instant::now();
+            if i >= 2 {
+                self.take_numbered(shared, (i - 2) % SLOTS);
+            }
+            let t1 = std::time::Instant::now();
+            numberer.stats.renumber_seconds += (t1 - t0).as_secs_f64();
+            if i >= 1 && numberer.number(shared, (i - 1) % SLOTS).is_none() {
+                return Outcome::aborted();
+            }
+            let t2 = std::time::Instant::now();
+            let start = k * plan.width;
+            let end = start
+                .saturating_add(plan.width)
+                .min(plan.end.saturating_add(1));
+            self.window(start, end, start.saturating_add(2 * plan.width));
+            numberer.stats.handle_seconds += t2.elapsed().as_secs_f64();
+            self.log.next = self.heap.peek_time();
+            self.publish(shared, i % SLOTS);
+            if !shared.barrier.wait() {
+                return Outcome::aborted();
+            }
+            // Every thread reads the same figures, so all take the same decision.
+            let (mut busy, mut next, mut error) = (false, None::<u64>, None);
+            for logs in &shared.logs {
+                let l = read(&logs[i % SLOTS]);
+                busy |= !l.log.is_empty();
+                for t in l.next.into_iter().chain(l.sent) {
+                    next = Some(next.map_or(t, |m| m.min(t)));
+                }
+                error = error.or(l.error);
+            }
+            if error.is_some() {
+                break error;
+            }
+            // Events sent in the window before are not counted in `next`: skip ahead only
+            // when neither window handled anything.
+            let next_k = match next {
+                _ if busy || busy_before => Some(k + 1),
+                Some(t) => Some((k + 1).max(t / plan.width)),
+                None => None,
+            };
+            match next_k {
+                Some(nk) if nk.saturating_mul(plan.width) <= plan.end => {
+                    k = nk;
+                    busy_before = busy;
+                    i += 1;
+                }
+                _ => break None,
+            }
+        };
+        // The last window's numbering, for the figures and the order.
+        if error.is_none() && numberer.number(shared, i % SLOTS).is_none() {
+            return Outcome::aborted();
+        }
+        drop(guard);
+        Outcome {
+            error,
+            stats: numberer.stats,
+            handled: numberer.handled.unwrap_or_default(),
+        }
+    }
+
+    /// Hands the window's log over and readies the table of its numbers.
+    fn publish(&mut self, shared: &Shared<P::Event>, slot: usize) {
+        std::mem::swap(&mut *write(&shared.logs[self.p][slot]), &mut self.log);
+        let mut numbers = write(&shared.numbers[self.p][slot]);
+        let (base, count) = {
+            let l = read(&shared.logs[self.p][slot]);
+            (l.base, l.count)
+        };
+        numbers.base = base;
+        let len = (count - base) as usize;
+        numbers.table.truncate(len);
+        for g in &mut numbers.table {
+            *g.get_mut() = UNSET;
+        }
+        numbers.table.resize_with(len, || AtomicU64::new(UNSET));
+    }
+
+    /// Renumbers the part's events provisionally numbered in window `slot` (two windows
+    /// back) and takes in the events the other parts sent it then.
+    fn take_numbered(&mut self, shared: &Shared<P::Event>, slot: usize) {
+        self.heap.settle();
+        self.heap.renumber(&read(&shared.numbers[self.p][slot]));
+        for q in 0..self.n {
+            if q == self.p {
+                continue;
+            }
+            let log = read(&shared.logs[q][slot]);
+            let numbers = read(&shared.numbers[q][slot]);
+            for &(t, c, ev) in &log.outbox[self.p] {
+                let g = numbers.table[(c - numbers.base) as usize].load(Ordering::Relaxed);
+                debug_assert_ne!(g, UNSET, "numbered a window ago");
+                self.heap.push(key(t, g), ev);
+            }
+        }
+    }
+
+    /// Handles the part's events in `[start, end)`; events for other parts must not be
+    /// before `earliest_send`.
+    fn window(&mut self, start: u64, end: u64, earliest_send: u64) {
+        let log = &mut self.log;
+        log.log.clear();
+        log.brief.clear();
+        for o in &mut log.outbox {
+            o.clear();
+        }
+        (log.start, log.end) = (start, end);
+        log.base = self.count;
+        log.sent = None;
+        log.error = None;
+        while let Some(t) = self.heap.peek_time()
+            && t < end
+            && log.error.is_none()
+        {
+            let (k, ev) = self.heap.pop().expect("peeked");
+            let (t, num) = ((k >> 64) as u64, k as u64);
+            log.log.push((t, num, self.count));
+            // Windows are shorter than 2³² ps; one that created 2³² events would be a bug.
+            debug_assert!(self.count - log.base <= u64::from(u32::MAX));
+            log.brief
+                .push(((t - start) as u32, (self.count - log.base) as u32));
+            self.out.now = Time(t);
+            self.part.handle(Time(t), ev, &mut self.out);
+            for (q, at, e) in self.out.buf.drain(..) {
+                let q = q as usize;
+                let c = self.count;
+                self.count += 1;
+                if q == self.p {
+                    self.heap.push(key(at.0, PROVISIONAL | c), e);
+                } else if q >= self.n {
+                    log.error = Some(ParallelError::NoSuchPart {
+                        to: q,
+                        parts: self.n,
+                    });
+                } else if at.0 < earliest_send {
+                    log.error = Some(ParallelError::Lookahead {
+                        from: self.p,
+                        to: q,
+                        at,
+                        earliest: Time(earliest_send),
+                    });
+                } else {
+                    log.outbox[q].push((at.0, c, e));
+                    log.sent = Some(log.sent.map_or(at.0, |m| m.min(at.0)));
+                }
+            }
+        }
+        log.count = self.count;
+    }
+}
+
+impl Outcome {
+    fn aborted() -> Self {
+        Self {
+            error: None,
+            stats: ParallelStats::default(),
+            handled: Vec::new(),
+        }
+    }
+}
+
+// A poisoned lock means a thread panicked; the scope re-raises that panic.
+fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A part's numbering: the global numbers of the events it created, window by window.
+struct Numberer {
+    p: usize,
+    /// The first global number of the next window to number.
+    next_global: u64,
+    /// Scratch: per other part, how far its log has been passed.
+    cursors: Vec<usize>,
+    stats: ParallelStats,
+    /// If recording: every event this part handled, as `(time, global number)`.
+    handled: Option<Vec<(u64, u64)>>,
+}
+
+impl Numberer {
+    /// Gives every event this part created in the window in buffer `slot` its global
+    /// number: the window's first number, plus the events created by the handlers that
+    /// come before its own in the global order, this part's and the others'. Reads the
+    /// other parts' logs, and their numbers only at equal times. `None` if the run was
+    /// aborted.
+    fn number<E: Copy>(&mut self, shared: &Shared<E>, slot: usize) -> Option<()> {
+        let start = std::time::Instant::now();
+        let before = (slot + SLOTS - 1) % SLOTS;
+        let logs: Vec<RwLockReadGuard<'_, WindowLog<E>>> =
+            shared.logs.iter().map(|l| read(&l[slot])).collect();
+        let now: Vec<RwLockReadGuard<'_, Numbers>> =
+            shared.numbers.iter().map(|n| read(&n[slot])).collect();
+        let prev: Vec<RwLockReadGuard<'_, Numbers>> =
+            shared.numbers.iter().map(|n| read(&n[before])).collect();
+        // The global number of an event numbered `num` by part `q` (for `q` itself, always
+        // known; for another part, waited for if that part is still numbering it).
+        let global = |q: usize, num: u64| -> Option<u64> {
+            if num & PROVISIONAL == 0 {
+                return Some(num);
+            }
+            let c = num & !PROVISIONAL;
+            if now[q].has(c) {
+                now[q].wait(c, &shared.barrier)
+            } else {
+                Some(prev[q].table[(c - prev[q].base) as usize].load(Ordering::Relaxed))
+            }
+        };
+        let (p, g0) = (self.p, self.next_global);
+        self.cursors.fill(0);
+        let own = &logs[p];
+        let table = &now[p].table;
+        for (h, &(t, num, cum)) in own.log.iter().enumerate() {
+            let mut mine = None;
+            let mut first = g0 + (cum - own.base);
+            let offset = (t - own.start) as u32;
+            for (q, other) in logs.iter().enumerate() {
+                if q == p {
+                    continue;
+                }
+                let mut j = self.cursors[q];
+                while let Some(&(tq, _)) = other.brief.get(j) {
+                    if tq > offset {
+                        break;
+                    }
+                    if tq == offset {
+                        let g = match mine {
+                            Some(g) => g,
+                            None => *mine.insert(global(p, num)?),
+                        };
+                        if global(q, other.log[j].1)? > g {
+                            break;
+                        }
+                    }
+                    j += 1;
+                }
+                self.cursors[q] = j;
+                first += other
+                    .brief
+                    .get(j)
+                    .map_or(other.count - other.base, |e| u64::from(e.1));
+            }
+            let end = own.log.get(h + 1).map_or(own.count, |e| e.2);
+            for (i, entry) in table[(cum - own.base) as usize..(end - own.base) as usize]
+                .iter()
+                .enumerate()
+            {
+                entry.store(first + i as u64, Ordering::Release);
+            }
+            if let Some(handled) = &mut self.handled {
+                handled.push((t, global(p, num)?));
+            }
+        }
+        self.next_global += logs.iter().map(|l| l.count - l.base).sum::<u64>();
+        if p == 0 {
+            for log in &logs {
+                self.stats.events += log.log.len() as u64;
+                self.stats.crossings += log.outbox.iter().map(|o| o.len() as u64).sum::<u64>();
+            }
+        }
+        self.stats.windows += 1;
+        self.stats.numbering_seconds += start.elapsed().as_secs_f64();
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::splitmix;
+
+    /// Nodes spread over parts; each event mixes its value into its node's state and, from
+    /// that state, creates zero to three events: at its own node (possibly at the same
+    /// time), at another node of its part, or at a node of another part at least `lookahead`
+    /// later. Times are coarse, so many events tie. Any difference in the order of handling
+    /// changes every state after it.
+    struct Tokens {
+        part: usize,
+        parts: usize,
+        nodes_per_part: usize,
+        lookahead: u64,
+        state: Vec<u64>,
+        trace: Vec<(u64, u32, u64)>,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    struct Token {
+        node: u32,
+        val: u64,
+    }
+
+    impl Part for Tokens {
+        type Event = Token;
+        fn handle(&mut self, now: Time, ev: Token, out: &mut Out<Token>) {
+            let local = ev.node as usize % self.nodes_per_part;
+            let s = splitmix(self.state[local] ^ ev.val);
+            self.state[local] = s;
+            self.trace.push((now.0, ev.node, s));
+            let fanout = [1, 1, 1, 2, 0, 1, 2, 0][(s % 8) as usize];
+            for k in 0..fanout {
+                let r = splitmix(s.wrapping_add(k));
+                let unit = self.lookahead / 4;
+                let (part, node, delay) = match r % 4 {
+                    0 => (self.part, ev.node as usize, (r >> 8) % 3 * unit),
+                    1 => {
+                        let node = self.part * self.nodes_per_part
+                            + (r >> 8) as usize % self.nodes_per_part;
+                        (self.part, node, (r >> 16) % 5 * unit)
+                    }
+                    _ => {
+                        let part = (r >> 8) as usize % self.parts;
+                        let node =
+                            part * self.nodes_per_part + (r >> 16) as usize % self.nodes_per_part;
+                        (part, node, self.lookahead + (r >> 24) % 3 * unit)
+                    }
+                };
+                out.schedule(
+                    part,
+                    now + Dur(delay),
+                    Token {
+                        node: node as u32,
+                        val: r,
+                    },
+                );
+            }
+        }
+    }
+
+    fn model(parts: usize, nodes_per_part: usize, lookahead: u64) -> Vec<Tokens> {
+        (0..parts)
+            .map(|part| Tokens {
+                part,
+                parts,
+                nodes_per_part,
+                lookahead,
+                state: vec![0; nodes_per_part],
+                trace: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn init(parts: usize, nodes_per_part: usize, seed: u64) -> Vec<(usize, Time, Token)> {
+        (0..parts * nodes_per_part)
+            .map(|node| {
+                let r = splitmix(seed ^ node as u64);
+                (
+                    node / nodes_per_part,
+                    Time(r % 3 * 100),
+                    Token {
+                        node: node as u32,
+                        val: r,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The events handled, in global order: each part's trace interleaved as `order` says.
+    fn interleave(parts: &[Tokens], order: &[u32]) -> Vec<(u64, u32, u64)> {
+        let mut next = vec![0; parts.len()];
+        order
+            .iter()
+            .map(|&p| {
+                let p = p as usize;
+                next[p] += 1;
+                parts[p].trace[next[p] - 1]
+            })
+            .collect()
+    }
+
+    fn compare(parts: usize, nodes_per_part: usize, seed: u64, end: u64) -> Result<(), String> {
+        let lookahead = 400;
+        let init = init(parts, nodes_per_part, seed);
+        let mut one = model(parts, nodes_per_part, lookahead);
+        let mut order_one = Vec::new();
+        let n = run_sequential(&mut one, &init, Time(end), Some(&mut order_one));
+        let mut many = model(parts, nodes_per_part, lookahead);
+        let mut order_many = Vec::new();
+        let stats = run_parallel(
+            &mut many,
+            &init,
+            Time(end),
+            Dur(lookahead),
+            Some(&mut order_many),
+        )
+        .map_err(|e| e.to_string())?;
+        if stats.events != n {
+            return Err(format!(
+                "{} events in parallel, {n} in one thread",
+                stats.events
+            ));
+        }
+        if order_many != order_one {
+            return Err("the parts' turns differ".into());
+        }
+        if interleave(&many, &order_many) != interleave(&one, &order_one) {
+            return Err("the events handled differ".into());
+        }
+        for (a, b) in one.iter().zip(&many) {
+            if a.state != b.state {
+                return Err(format!("part {}: final states differ", a.part));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn parallel_runs_handle_events_in_the_one_thread_order() {
+        for parts in [1, 2, 3, 4] {
+            compare(parts, 16, 7, 50_000).unwrap();
+        }
+    }
+
+    #[test]
+    fn ties_are_common_in_the_test_model() {
+        // Without ties the test above would not test the numbering.
+        let init = init(2, 16, 7);
+        let mut one = model(2, 16, 400);
+        let mut order = Vec::new();
+        run_sequential(&mut one, &init, Time(50_000), Some(&mut order));
+        let all = interleave(&one, &order);
+        let ties = all.windows(2).filter(|w| w[0].0 == w[1].0).count();
+        assert!(ties * 4 > all.len(), "{ties} ties in {} events", all.len());
+    }
+
+    struct TooSoon;
+    impl Part for TooSoon {
+        type Event = ();
+        fn handle(&mut self, now: Time, (): (), out: &mut Out<()>) {
+            out.schedule(1, now + Dur(10), ());
+        }
+    }
+
+    #[test]
+    fn a_send_inside_the_window_is_an_error() {
+        let err = run_parallel(
+            &mut [TooSoon, TooSoon],
+            &[(0, Time(5), ())],
+            Time(1000),
+            Dur(100),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            ParallelError::Lookahead {
+                from: 0,
+                to: 1,
+                at: Time(15),
+                earliest: Time(100)
+            }
+        );
+    }
+
+    struct Panics;
+    impl Part for Panics {
+        type Event = u32;
+        fn handle(&mut self, now: Time, ev: u32, out: &mut Out<u32>) {
+            assert!(ev < 3, "handler failure");
+            out.schedule(ev as usize % 2, now + Dur(100), ev + 1);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "handler failure")]
+    fn a_panicking_handler_stops_the_run_without_a_hang() {
+        let _ = run_parallel(
+            &mut [Panics, Panics],
+            &[(0, Time(0), 0), (1, Time(0), 10)],
+            Time(10_000),
+            Dur(100),
+            None,
+        );
+    }
+
+    /// Chains of events that end: each event at node `n` with `left` hops to go creates
+    /// one at the node `n + 1` (another part every other hop) until `left` is zero.
+    struct Chains {
+        parts: usize,
+        trace: Vec<(u64, u32, u32)>,
+    }
+    impl Part for Chains {
+        type Event = (u32, u32);
+        fn handle(&mut self, now: Time, (node, left): (u32, u32), out: &mut Out<(u32, u32)>) {
+            self.trace.push((now.0, node, left));
+            if left > 0 {
+                let next = node + 1;
+                // Equal delays: many chains tie.
+                let delay = if next % 2 == 0 {
+                    100
+                } else {
+                    10 * u64::from(left % 3)
+                };
+                out.schedule(
+                    next as usize / 2 % self.parts,
+                    now + Dur(delay),
+                    (next, left - 1),
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_without_an_end_stops_when_no_event_is_left() {
+        let init: Vec<_> = (0..40u32)
+            .map(|i| {
+                (
+                    (i as usize * 2) / 2 % 3,
+                    Time(u64::from(i % 4) * 50),
+                    (i * 2, i % 17),
+                )
+            })
+            .collect();
+        let chains = || {
+            (0..3)
+                .map(|_| Chains {
+                    parts: 3,
+                    trace: Vec::new(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut one = chains();
+        let mut order_one = Vec::new();
+        let n = run_sequential(&mut one, &init, Time::MAX, Some(&mut order_one));
+        let mut many = chains();
+        let mut order_many = Vec::new();
+        let stats =
+            run_parallel(&mut many, &init, Time::MAX, Dur(100), Some(&mut order_many)).unwrap();
+        assert_eq!(stats.events, n);
+        assert_eq!(order_many, order_one);
+        for (a, b) in one.iter().zip(&many) {
+            assert_eq!(a.trace, b.trace);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn any_split_keeps_the_order(
+            parts in 1usize..5,
+            nodes in 1usize..12,
+            seed in any::<u64>(),
+        ) {
+            prop_assert_eq!(compare(parts, nodes, seed, 20_000), Ok(()));
+        }
+    }
+}
