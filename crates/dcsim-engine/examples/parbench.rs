@@ -110,7 +110,10 @@ fn main() {
         let par = t.elapsed().as_secs_f64();
         assert_eq!(stats.events, n);
         for (a, b) in one.iter().zip(&two) {
-            assert_eq!(a.sum, b.sum, "the parallel run's states differ");
+            assert!(
+                a.sum == b.sum && a.state == b.state,
+                "the parallel run's states differ from the one-thread run's"
+            );
         }
         println!(
             "{r:>6}  {:>19.1}  {:>18.1}  {:>7.2}×  {:>13.0}  {:>9.1}  {:>8.1}  {:>11.1}",

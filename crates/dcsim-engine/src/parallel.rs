@@ -83,6 +83,10 @@ impl<E> Out<E> {
 /// first (numbered in the order given), then every event with a time up to `end`.
 /// `order`, if given, receives the part of each event handled, in order. Returns the
 /// number of events handled.
+///
+/// # Panics
+/// If an event names a part that does not exist (the reference has no error to return;
+/// [`run_parallel`] returns [`ParallelError::NoSuchPart`]).
 pub fn run_sequential<P: Part>(
     parts: &mut [P],
     init: &[(usize, Time, P::Event)],
@@ -284,8 +288,7 @@ impl Numbers {
             .is_some_and(|i| i < self.table.len() as u64)
     }
     /// The global number of provisional count `c`, which this window created; waits for
-    /// the part's thread to number it, if need be (`None` if the run
-    /// was aborted meanwhile).
+    /// the part's thread to number it, if need be (`None` if the run was aborted).
     fn wait(&self, c: u64, barrier: &SpinBarrier) -> Option<u64> {
         let slot = &self.table[(c - self.base) as usize];
         barrier.spin_until(|| {
@@ -297,7 +300,9 @@ impl Numbers {
 
 /// Buffers kept for three windows: window `i`'s are at index `i % 3`, written at its end,
 /// numbered during the next window and read by the receiving parts at the start of the one
-/// after.
+/// after. Two would not do: a thread may still be reading window `i`'s at the start of
+/// window `i + 2` when a faster one writes window `i + 2`'s at its end; window `i + 3`'s
+/// are written only after the barrier that ends window `i + 2`.
 const SLOTS: usize = 3;
 
 /// What the parts share.

@@ -46,17 +46,6 @@ pub struct SchedStats {
     pub peak_len: u64,
 }
 
-/// A 4-ary min-heap of `(key, event)` with keys and events in parallel arrays.
-///
-/// Four children per node halve the depth of a binary heap, and the smallest child is
-/// chosen without data-dependent branches, which matters because sift-down comparisons
-/// are unpredictable and each misprediction costs more than the comparison itself.
-/// The key array is padded with the largest key to one root plus whole groups of four, so
-/// every node that has a child slot has four and the selection needs no test for a partial
-/// last group: a padding key never wins and stops the descent. (Aligning each group of
-/// four to a cache line was measured too: no faster on the fat-tree benchmark and 3 %
-/// slower on the dumbbell, for the index arithmetic.) Removal uses the "hole" technique:
-/// elements move up into the hole instead of swapping.
 /// A heap key: ordered, with a largest value that pads the heap and is never a real key.
 pub(crate) trait HeapKey: Copy + Ord {
     /// The padding key.
@@ -69,6 +58,17 @@ impl HeapKey for u128 {
     const PAD: Self = Self::MAX;
 }
 
+/// A 4-ary min-heap of `(key, event)` with keys and events in parallel arrays.
+///
+/// Four children per node halve the depth of a binary heap, and the smallest child is
+/// chosen without data-dependent branches, which matters because sift-down comparisons
+/// are unpredictable and each misprediction costs more than the comparison itself.
+/// The key array is padded with the largest key to one root plus whole groups of four, so
+/// every node that has a child slot has four and the selection needs no test for a partial
+/// last group: a padding key never wins and stops the descent. (Aligning each group of
+/// four to a cache line was measured too: no faster on the fat-tree benchmark and 3 %
+/// slower on the dumbbell, for the index arithmetic.) Removal uses the "hole" technique:
+/// elements move up into the hole instead of swapping.
 pub(crate) struct QuadHeap<K, E> {
     /// `keys[0]` is the root and the children of `i` are `4i+1..=4i+4`; slots from
     /// `evs.len()` on hold [`HeapKey::PAD`], and `keys.len()` is always 1 modulo 4.
