@@ -8,7 +8,7 @@
 //! (rounds of a hash), the one-thread run and the two-part run in ns per event, how many
 //! events a window held, and where the two threads' time went (summed over both).
 //!
-//! Run: `cargo run --release -p dcsim-engine --example parbench [-- ROUNDS...]`
+//! Run: `cargo run --release -p dcsim-engine --example parbench [-- [--lookahead NS] ROUNDS...]`
 use std::time::Instant;
 
 use dcsim_engine::parallel::{Out, Part, run_parallel, run_sequential};
@@ -85,10 +85,28 @@ fn init(parts: usize) -> Vec<(usize, Time, (u32, u64))> {
 }
 
 fn main() {
-    let rounds: Vec<u32> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("ROUNDS are numbers"))
-        .collect();
+    // `--lookahead NS` hands the engine a shorter look-ahead than the model's 4 µs: windows
+    // of half of it, so more of them with fewer events each (the model's sends stay 4 µs or
+    // more ahead, so the run stays valid).
+    let mut args = std::env::args().skip(1);
+    let mut lookahead = LOOKAHEAD;
+    let mut rounds: Vec<u32> = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--lookahead" {
+            let ns: u64 = args
+                .next()
+                .and_then(|v| v.parse().ok())
+                .expect("--lookahead takes a number of nanoseconds");
+            assert!(
+                (1..=LOOKAHEAD / 1000).contains(&ns),
+                "--lookahead must be 1 to {} ns",
+                LOOKAHEAD / 1000
+            );
+            lookahead = ns * 1000;
+        } else {
+            rounds.push(a.parse().expect("ROUNDS are numbers"));
+        }
+    }
     let rounds = if rounds.is_empty() {
         vec![0, 8, 24]
     } else {
@@ -106,7 +124,7 @@ fn main() {
         let seq = t.elapsed().as_secs_f64();
         let mut two = model(parts, r);
         let t = Instant::now();
-        let stats = run_parallel(&mut two, &init, END, Dur(LOOKAHEAD), None).expect("look-ahead");
+        let stats = run_parallel(&mut two, &init, END, Dur(lookahead), None).expect("look-ahead");
         let par = t.elapsed().as_secs_f64();
         assert_eq!(stats.events, n);
         for (a, b) in one.iter().zip(&two) {
