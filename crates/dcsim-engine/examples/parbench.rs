@@ -11,8 +11,8 @@
 //! Run: `cargo run --release -p dcsim-engine --example parbench [-- [--lookahead NS] ROUNDS...]`
 use std::time::Instant;
 
-use dcsim_engine::parallel::{Out, Part, run_parallel, run_sequential};
-use dcsim_engine::{Dur, Time, splitmix};
+use dcsim_engine::parallel::{Out, Part, run_parallel};
+use dcsim_engine::{Dur, Scheduler, Time, splitmix};
 
 /// Nodes per part.
 const NODES: usize = 96;
@@ -34,9 +34,10 @@ struct Net {
     sum: u64,
 }
 
-impl Part for Net {
-    type Event = (u32, u64);
-    fn handle(&mut self, now: Time, (node, val): (u32, u64), out: &mut Out<(u32, u64)>) {
+impl Net {
+    /// Handles one token: returns the part, time and token of the event it creates.
+    #[inline]
+    fn step(&mut self, now: Time, (node, val): (u32, u64)) -> (usize, Time, (u32, u64)) {
         let st = &mut self.state[node as usize];
         let mut x = val ^ st[(val % 32) as usize];
         for _ in 0..self.rounds {
@@ -55,8 +56,33 @@ impl Part for Net {
             (self.part, 1_200_000 * (1 + x % 2))
         };
         let next = ((x >> 16) % NODES as u64) as u32;
-        out.schedule(part, now + Dur(delay), (next, x));
+        (part, now + Dur(delay), (next, x))
     }
+}
+
+impl Part for Net {
+    type Event = (u32, u64);
+    type Message = ();
+    fn handle(&mut self, now: Time, ev: (u32, u64), out: &mut Out<(u32, u64)>) {
+        let (part, at, ev) = self.step(now, ev);
+        out.schedule(part, at, ev);
+    }
+}
+
+/// The one-thread run as dcsim's `World` does it: one [`Scheduler`] (64-bit keys), without
+/// the parallel engine's types. Returns the number of events handled.
+fn one_thread(parts: &mut [Net], init: &[(usize, Time, (u32, u64))]) -> u64 {
+    let mut sched = Scheduler::new();
+    for &(p, t, ev) in init {
+        sched.schedule(t, (p as u32, ev));
+    }
+    let mut events = 0;
+    while let Some((now, (p, ev))) = sched.pop_until(END) {
+        let (q, at, e) = parts[p as usize].step(now, ev);
+        sched.schedule(at, (q as u32, e));
+        events += 1;
+    }
+    events
 }
 
 fn model(parts: usize, rounds: u32) -> Vec<Net> {
@@ -120,7 +146,7 @@ fn main() {
         let init = init(parts);
         let mut one = model(parts, r);
         let t = Instant::now();
-        let n = run_sequential(&mut one, &init, END, None);
+        let n = one_thread(&mut one, &init);
         let seq = t.elapsed().as_secs_f64();
         let mut two = model(parts, r);
         let t = Instant::now();

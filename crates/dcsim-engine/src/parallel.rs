@@ -33,39 +33,91 @@
 //!   numbers of window `i − 1` by global ones (the replacement keeps their order and they
 //!   stay below every provisional number, so its heap stays valid) and takes in the
 //!   events the other parts sent it in window `i − 1`, with their global numbers.
+//! - **Messages and reserved slots.** Beside events, a handler may send another part a
+//!   message ([`Out::send`]; in a network, a copy of a packet put on a link between
+//!   them), which that part takes in at the start of the next window, and it may reserve
+//!   a place in the order of creation ([`Out::reserve`]) for an event created later in
+//!   its name ([`Slot`], [`Late`]). That is how the receiving end of a link creates the
+//!   next packet's arrival exactly where one thread would have, when it hears of the
+//!   packet a window late (ADR 0010). A late event goes into the heap with the window's
+//!   renumbering, when the numbers of its slots are known.
 //!
 //! `cargo run --release -p dcsim-engine --example parbench` measures what is left of two
 //! threads after the logs, the numbering and the barrier. [`run_sequential`] is the
-//! reference: the same parts on one [`Scheduler`]. dcsim's network does not run on this
-//! yet (ADR 0009 says what it would gain, ADR 0010 what splitting it must solve).
+//! reference: the same parts on one thread, ordered as one [`Scheduler`] orders them.
+//! dcsim's network does not run on this yet (ADR 0009 says what it would gain, ADR 0010
+//! what splitting it must solve).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+#[cfg(doc)]
+use crate::Scheduler;
 use crate::sched::QuadHeap;
-use crate::{Dur, Scheduler, Time};
+use crate::{Dur, Time};
 
 /// One part of a model split for a parallel run.
 pub trait Part: Send {
     /// The model's events (of every part).
     type Event: Copy + Send + Sync;
+    /// What one part tells another beside events (in a network, a copy of a packet put on
+    /// a link between them): sent with [`Out::send`], taken in by [`Part::receive`].
+    type Message: Send + Sync;
     /// Handles `ev` at time `now`; every event it creates goes through `out`.
-    fn handle(&mut self, now: Time, ev: Self::Event, out: &mut Out<Self::Event>);
+    fn handle(&mut self, now: Time, ev: Self::Event, out: &mut Out<Self::Event, Self::Message>);
+    /// Takes in `msg`, sent to this part by a handler of another part. A one-thread run
+    /// calls it right after that handler; a parallel run at the start of the next window,
+    /// before this part handles any of its events. Events it creates go through
+    /// `late`, each numbered as a slot reserved earlier ([`Out::reserve`]).
+    fn receive(&mut self, msg: &Self::Message, late: &mut Late<Self::Event>) {
+        let _ = (msg, late);
+    }
+}
+
+/// A place in the order of creation, reserved by a handler ([`Out::reserve`]) for an
+/// event that may be created later, elsewhere, in its name ([`Late`]).
+///
+/// This is how a split model creates an event exactly where one thread would have, when
+/// the part that would have created it learns of it too late. In a network split between
+/// threads, the receiving end of a link creates the event of the next packet's arrival
+/// when the packet before it arrives, if the next one is on the link by then; if that
+/// packet was put on the link less than a window before, the receiving part has not heard
+/// of it yet. So at every arrival that finds no next packet it reserves a slot as its
+/// first creation, and when the copy of the next packet reaches it, it creates that
+/// packet's arrival in the slot. At an exact tie (the packet put on the link at the very
+/// time the one before arrives) the sender reserves a slot too, and the event takes the
+/// later of the two: whichever handler came second would have created it. A slot left
+/// unused is a gap in the numbers, which changes no order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The part whose handler reserved it.
+    part: u32,
+    /// Its number: global in a one-thread run, the part's provisional count in a parallel
+    /// run.
+    num: u64,
 }
 
 /// Where a handler puts the events it creates, each addressed to a part, in the order it
-/// creates them.
+/// creates them, the slots it reserves among them, and the messages it sends.
 #[derive(Debug)]
-pub struct Out<E> {
+pub struct Out<E, M = ()> {
     now: Time,
-    buf: Vec<(u32, Time, E)>,
+    /// The handler's part.
+    part: u32,
+    /// The number of the next creation or reservation.
+    next: u64,
+    buf: Vec<(u32, Time, u64, E)>,
+    msgs: Vec<(u32, M)>,
 }
 
-impl<E> Out<E> {
+impl<E, M> Out<E, M> {
     fn new() -> Self {
         Self {
             now: Time::ZERO,
+            part: 0,
+            next: 0,
             buf: Vec::new(),
+            msgs: Vec::new(),
         }
     }
 
@@ -76,37 +128,119 @@ impl<E> Out<E> {
 
     /// Creates `ev` for part `part` at time `at` (not before [`Out::now`]; for another part
     /// than the handler's, at least the run's look-ahead after it).
+    #[inline]
     pub fn schedule(&mut self, part: usize, at: Time, ev: E) {
         debug_assert!(at >= self.now, "event created in the past");
-        self.buf.push((part as u32, at, ev));
+        self.buf.push((part as u32, at, self.next, ev));
+        self.next += 1;
+    }
+
+    /// Reserves the next place in the order of creation for an event created later in
+    /// this handler's name ([`Slot`]).
+    #[inline]
+    pub fn reserve(&mut self) -> Slot {
+        let slot = Slot {
+            part: self.part,
+            num: self.next,
+        };
+        self.next += 1;
+        slot
+    }
+
+    /// Sends `msg` to another part. Every event it leads to must be at least the run's
+    /// look-ahead after [`Out::now`].
+    #[inline]
+    pub fn send(&mut self, part: usize, msg: M) {
+        self.msgs.push((part as u32, msg));
     }
 }
 
-/// Runs `parts` on one thread and one [`Scheduler`], the reference order: `init` events
-/// first (numbered in the order given), then every event with a time up to `end`.
+/// Where [`Part::receive`] puts the events it creates: each for the receiving part,
+/// numbered as a reserved [`Slot`].
+#[derive(Debug)]
+pub struct Late<E> {
+    buf: Vec<(Time, E, Slot, Slot)>,
+}
+
+impl<E> Late<E> {
+    fn new() -> Self {
+        Self { buf: Vec::new() }
+    }
+
+    /// Creates `ev` at `at` in `slot`, reserved by a handler of the window of the message
+    /// being received (this part's or the sender's).
+    pub fn schedule_as(&mut self, at: Time, ev: E, slot: Slot) {
+        self.buf.push((at, ev, slot, slot));
+    }
+
+    /// Creates `ev` at `at` in whichever of `a` and `b` comes later in the order of
+    /// creation (both reserved in the window of the message being received).
+    pub fn schedule_as_later_of(&mut self, at: Time, ev: E, a: Slot, b: Slot) {
+        self.buf.push((at, ev, a, b));
+    }
+}
+
+/// Runs `parts` on one thread, the reference order: `init` events first (numbered in the
+/// order given), then every event with a time up to `end`, by time and then by number,
+/// each numbered in the order of creation as one [`Scheduler`] does (reserved slots count
+/// as creations). Messages are received right after the handler that sends them.
 /// `order`, if given, receives the part of each event handled, in order. Returns the
 /// number of events handled.
 ///
 /// # Panics
-/// If an event names a part that does not exist (the reference has no error to return;
-/// [`run_parallel`] returns [`ParallelError::NoSuchPart`]).
+/// If an event or a message names a part that does not exist, a message is sent to its
+/// own part, or a late event comes before the event being handled or names a slot not
+/// yet reserved (the reference has no error to return; [`run_parallel`] returns
+/// [`ParallelError`]).
 pub fn run_sequential<P: Part>(
     parts: &mut [P],
     init: &[(usize, Time, P::Event)],
     end: Time,
     mut order: Option<&mut Vec<u32>>,
 ) -> u64 {
-    let mut sched = Scheduler::new();
-    for &(p, t, ev) in init {
-        sched.schedule(t, (p as u32, ev));
+    let n = parts.len();
+    let mut heap: Heap<(u32, P::Event)> = Heap::new();
+    for (i, &(p, t, ev)) in init.iter().enumerate() {
+        assert!(
+            p < n,
+            "an event was sent to part {p}, but the run has {n} parts"
+        );
+        heap.push(key(t.0, i as u64), (p as u32, ev));
     }
     let mut out = Out::new();
+    out.next = init.len() as u64;
+    let mut late = Late::new();
     let mut events = 0;
-    while let Some((now, (p, ev))) = sched.pop_until(end) {
-        out.now = now;
-        parts[p as usize].handle(now, ev, &mut out);
-        for (q, at, e) in out.buf.drain(..) {
-            sched.schedule(at, (q, e));
+    while let Some(t) = heap.peek_time()
+        && t <= end.0
+    {
+        let (k, (p, ev)) = heap.pop().expect("peeked");
+        out.now = Time(t);
+        out.part = p;
+        parts[p as usize].handle(Time(t), ev, &mut out);
+        for (q, at, c, e) in out.buf.drain(..) {
+            assert!(
+                (q as usize) < n,
+                "an event was sent to part {q}, but the run has {n} parts"
+            );
+            heap.push(key(at.0, c), (q, e));
+        }
+        for (q, msg) in out.msgs.drain(..) {
+            assert!(
+                (q as usize) < n && q != p,
+                "part {p} sent a message to part {q} (of {n})"
+            );
+            parts[q as usize].receive(&msg, &mut late);
+            for (at, e, a, b) in late.buf.drain(..) {
+                let g = a.num.max(b.num);
+                assert!(g < out.next, "a late event names a slot not yet reserved");
+                let k_late = key(at.0, g);
+                assert!(
+                    k_late > k,
+                    "a late event comes before the event being handled"
+                );
+                heap.push(k_late, (q, e));
+            }
         }
         if let Some(o) = order.as_deref_mut() {
             o.push(p);
@@ -125,6 +259,10 @@ pub struct ParallelStats {
     pub windows: u64,
     /// Events sent from one part to another.
     pub crossings: u64,
+    /// Messages sent from one part to another.
+    pub messages: u64,
+    /// Events created by [`Part::receive`] in a reserved slot.
+    pub late: u64,
     /// Wall-clock seconds the parts spent numbering their events, summed over the parts.
     pub numbering_seconds: f64,
     /// Wall-clock seconds the parts spent handling events, summed over the parts.
@@ -151,6 +289,21 @@ pub enum ParallelError {
         at: Time,
         /// The earliest time its window allowed.
         earliest: Time,
+    },
+    /// A handler sent a message to its own part.
+    #[error("part {part} sent a message to itself")]
+    MessageToItself {
+        /// The part.
+        part: usize,
+    },
+    /// A late event named a slot that was not reserved in the window of the message.
+    #[error(
+        "part {part} created a late event in a slot not reserved in the window of the \
+         message it received"
+    )]
+    Slot {
+        /// The receiving part.
+        part: usize,
     },
     /// A handler addressed a part that does not exist.
     #[error("an event was sent to part {to}, but the run has {parts} parts")]
@@ -200,7 +353,8 @@ impl<E: Copy> Heap<E> {
     fn push(&mut self, key: u128, ev: E) {
         if self.root_popped {
             // Not earlier than the popped root: events are not created in the past, and a
-            // new number is larger than every pending one.
+            // new number is larger than every pending one (a late event of a one-thread
+            // run, which has an older number, is checked to be later).
             self.root_popped = false;
             self.q.replace_root(key, ev);
         } else {
@@ -232,7 +386,7 @@ impl<E: Copy> Heap<E> {
 
 /// What a part hands over at the end of a window: what the numbering needs, what the other
 /// parts need afterwards, and what the choice of the next window needs.
-struct WindowLog<E> {
+struct WindowLog<E, M> {
     /// Per event handled: its time, its number (global or provisional) and the part's
     /// count of events created before it was handled.
     log: Vec<(u64, u64, u64)>,
@@ -243,6 +397,8 @@ struct WindowLog<E> {
     /// Events for other parts, by receiving part: the time, the provisional count, the
     /// event.
     outbox: Vec<Vec<(u64, u64, E)>>,
+    /// Messages for other parts, by receiving part.
+    msgbox: Vec<Vec<M>>,
     /// The window: `[start, end)`.
     start: u64,
     end: u64,
@@ -256,12 +412,13 @@ struct WindowLog<E> {
     error: Option<ParallelError>,
 }
 
-impl<E> WindowLog<E> {
+impl<E, M> WindowLog<E, M> {
     fn new(parts: usize) -> Self {
         Self {
             log: Vec::new(),
             brief: Vec::new(),
             outbox: (0..parts).map(|_| Vec::new()).collect(),
+            msgbox: (0..parts).map(|_| Vec::new()).collect(),
             start: 0,
             end: 0,
             base: 0,
@@ -309,8 +466,8 @@ impl Numbers {
 const SLOTS: usize = 3;
 
 /// What the parts share.
-struct Shared<E> {
-    logs: Vec<[RwLock<WindowLog<E>>; SLOTS]>,
+struct Shared<E, M> {
+    logs: Vec<[RwLock<WindowLog<E, M>>; SLOTS]>,
     numbers: Vec<[RwLock<Numbers>; SLOTS]>,
     barrier: SpinBarrier,
 }
@@ -456,6 +613,9 @@ pub fn run_parallel<P: Part>(
                     log: WindowLog::new(n),
                     count: 0,
                     out: Out::new(),
+                    late: Late::new(),
+                    deferred: Vec::new(),
+                    early_error: None,
                 };
                 let shared = &shared;
                 s.spawn(move || worker.run(shared, plan))
@@ -473,6 +633,8 @@ pub fn run_parallel<P: Part>(
         }
         stats.events += o.stats.events;
         stats.crossings += o.stats.crossings;
+        stats.messages += o.stats.messages;
+        stats.late += o.stats.late;
         stats.numbering_seconds += o.stats.numbering_seconds;
         stats.handle_seconds += o.stats.handle_seconds;
         stats.renumber_seconds += o.stats.renumber_seconds;
@@ -517,15 +679,21 @@ struct Worker<'a, P: Part> {
     part: &'a mut P,
     heap: Heap<P::Event>,
     /// The window being handled.
-    log: WindowLog<P::Event>,
+    log: WindowLog<P::Event, P::Message>,
     /// Events created so far: the next provisional count.
     count: u64,
-    out: Out<P::Event>,
+    out: Out<P::Event, P::Message>,
+    late: Late<P::Event>,
+    /// Late events from the messages of the window before last: the time, the event and
+    /// the two slots whose later one numbers it.
+    deferred: Vec<(u64, P::Event, Slot, Slot)>,
+    /// An error found before the window, reported with it.
+    early_error: Option<ParallelError>,
 }
 
 impl<P: Part> Worker<'_, P> {
     /// Runs the part's windows and numbers the events it creates.
-    fn run(mut self, shared: &Shared<P::Event>, plan: Plan) -> Outcome {
+    fn run(mut self, shared: &Shared<P::Event, P::Message>, plan: Plan) -> Outcome {
         let guard = AbortOnPanic(&shared.barrier);
         let mut numberer = Numberer {
             p: self.p,
@@ -543,12 +711,15 @@ impl<P: Part> Worker<'_, P> {
         let error = loop {
             let t0 = std::time::Instant::now();
             if i >= 2 {
-                self.take_numbered(shared, (i - 2) % SLOTS);
+                numberer.stats.late += self.take_numbered(shared, (i - 2) % SLOTS);
             }
             let t1 = std::time::Instant::now();
             numberer.stats.renumber_seconds += (t1 - t0).as_secs_f64();
             if i >= 1 && numberer.number(shared, (i - 1) % SLOTS).is_none() {
                 return Outcome::aborted();
+            }
+            if i >= 1 {
+                self.take_messages(shared, (i - 1) % SLOTS, plan.width);
             }
             let t2 = std::time::Instant::now();
             let start = k * plan.width;
@@ -604,7 +775,7 @@ impl<P: Part> Worker<'_, P> {
     }
 
     /// Hands the window's log over and readies the table of its numbers.
-    fn publish(&mut self, shared: &Shared<P::Event>, slot: usize) {
+    fn publish(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize) {
         std::mem::swap(&mut *write(&shared.logs[self.p][slot]), &mut self.log);
         let mut numbers = write(&shared.numbers[self.p][slot]);
         let (base, count) = {
@@ -621,8 +792,10 @@ impl<P: Part> Worker<'_, P> {
     }
 
     /// Renumbers the part's events provisionally numbered in window `slot` (two windows
-    /// back) and takes in the events the other parts sent it then.
-    fn take_numbered(&mut self, shared: &Shared<P::Event>, slot: usize) {
+    /// back), takes in the events the other parts sent it then and creates the late events
+    /// of that window's messages, now that every slot of it has its number. Returns how
+    /// many late events it created.
+    fn take_numbered(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize) -> u64 {
         self.heap.settle();
         self.heap.renumber(&read(&shared.numbers[self.p][slot]));
         for q in 0..self.n {
@@ -637,6 +810,55 @@ impl<P: Part> Worker<'_, P> {
                 self.heap.push(key(t, g), ev);
             }
         }
+        let late = self.deferred.len() as u64;
+        if late > 0 {
+            let numbers: Vec<RwLockReadGuard<'_, Numbers>> =
+                shared.numbers.iter().map(|n| read(&n[slot])).collect();
+            let global = |s: Slot| -> Option<u64> {
+                let table = numbers.get(s.part as usize)?;
+                table
+                    .has(s.num)
+                    .then(|| table.table[(s.num - table.base) as usize].load(Ordering::Relaxed))
+            };
+            for (at, ev, a, b) in self.deferred.drain(..) {
+                match global(a).zip(global(b)) {
+                    Some((ga, gb)) => self.heap.push(key(at, ga.max(gb)), ev),
+                    None => {
+                        self.early_error
+                            .get_or_insert(ParallelError::Slot { part: self.p });
+                    }
+                }
+            }
+        }
+        late
+    }
+
+    /// Hands the part the messages the other parts sent it in window `slot` (the one just
+    /// numbered) and keeps the late events it creates for the next window's start, when
+    /// the numbers of their slots are known everywhere.
+    fn take_messages(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize, width: u64) {
+        for q in 0..self.n {
+            if q == self.p {
+                continue;
+            }
+            let log = read(&shared.logs[q][slot]);
+            // Sent at the window's start or later, at least the look-ahead before.
+            let earliest = log.start.saturating_add(2 * width);
+            for msg in &log.msgbox[self.p] {
+                self.part.receive(msg, &mut self.late);
+                for (at, ev, a, b) in self.late.buf.drain(..) {
+                    if at.0 < earliest {
+                        self.early_error.get_or_insert(ParallelError::Lookahead {
+                            from: q,
+                            to: self.p,
+                            at,
+                            earliest: Time(earliest),
+                        });
+                    }
+                    self.deferred.push((at.0, ev, a, b));
+                }
+            }
+        }
     }
 
     /// Handles the part's events in `[start, end)`; events for other parts must not be
@@ -648,10 +870,13 @@ impl<P: Part> Worker<'_, P> {
         for o in &mut log.outbox {
             o.clear();
         }
+        for m in &mut log.msgbox {
+            m.clear();
+        }
         (log.start, log.end) = (start, end);
         log.base = self.count;
         log.sent = None;
-        log.error = None;
+        log.error = self.early_error.take();
         while let Some(t) = self.heap.peek_time()
             && t < end
             && log.error.is_none()
@@ -664,11 +889,12 @@ impl<P: Part> Worker<'_, P> {
             log.brief
                 .push(((t - start) as u32, (self.count - log.base) as u32));
             self.out.now = Time(t);
+            self.out.part = self.p as u32;
+            self.out.next = self.count;
             self.part.handle(Time(t), ev, &mut self.out);
-            for (q, at, e) in self.out.buf.drain(..) {
+            self.count = self.out.next;
+            for (q, at, c, e) in self.out.buf.drain(..) {
                 let q = q as usize;
-                let c = self.count;
-                self.count += 1;
                 if q == self.p {
                     self.heap.push(key(at.0, PROVISIONAL | c), e);
                 } else if q >= self.n {
@@ -686,6 +912,19 @@ impl<P: Part> Worker<'_, P> {
                 } else {
                     log.outbox[q].push((at.0, c, e));
                     log.sent = Some(log.sent.map_or(at.0, |m| m.min(at.0)));
+                }
+            }
+            for (q, m) in self.out.msgs.drain(..) {
+                let q = q as usize;
+                if q == self.p {
+                    log.error = Some(ParallelError::MessageToItself { part: q });
+                } else if q >= self.n {
+                    log.error = Some(ParallelError::NoSuchPart {
+                        to: q,
+                        parts: self.n,
+                    });
+                } else {
+                    log.msgbox[q].push(m);
                 }
             }
         }
@@ -813,10 +1052,10 @@ impl Numberer {
     /// come before its own in the global order, this part's and the others'. Reads the
     /// other parts' logs, and their numbers only at equal times. `None` if the run was
     /// aborted.
-    fn number<E: Copy>(&mut self, shared: &Shared<E>, slot: usize) -> Option<()> {
+    fn number<E: Copy, M>(&mut self, shared: &Shared<E, M>, slot: usize) -> Option<()> {
         let start = std::time::Instant::now();
         let before = (slot + SLOTS - 1) % SLOTS;
-        let logs: Vec<RwLockReadGuard<'_, WindowLog<E>>> =
+        let logs: Vec<RwLockReadGuard<'_, WindowLog<E, M>>> =
             shared.logs.iter().map(|l| read(&l[slot])).collect();
         let now: Vec<RwLockReadGuard<'_, Numbers>> =
             shared.numbers.iter().map(|n| read(&n[slot])).collect();
@@ -906,6 +1145,7 @@ impl Numberer {
             for log in &logs {
                 self.stats.events += log.log.len() as u64;
                 self.stats.crossings += log.outbox.iter().map(|o| o.len() as u64).sum::<u64>();
+                self.stats.messages += log.msgbox.iter().map(|m| m.len() as u64).sum::<u64>();
             }
         }
         self.stats.windows += 1;
@@ -917,6 +1157,8 @@ impl Numberer {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
+    use std::collections::VecDeque;
 
     use super::*;
     use crate::splitmix;
@@ -943,6 +1185,7 @@ mod tests {
 
     impl Part for Tokens {
         type Event = Token;
+        type Message = ();
         fn handle(&mut self, now: Time, ev: Token, out: &mut Out<Token>) {
             let local = ev.node as usize % self.nodes_per_part;
             let s = splitmix(self.state[local] ^ ev.val);
@@ -1008,16 +1251,20 @@ mod tests {
     }
 
     /// The events handled, in global order: each part's trace interleaved as `order` says.
-    fn interleave(parts: &[Tokens], order: &[u32]) -> Vec<(u64, u32, u64)> {
-        let mut next = vec![0; parts.len()];
+    fn interleave(traces: &[Vec<(u64, u32, u64)>], order: &[u32]) -> Vec<(u64, u32, u64)> {
+        let mut next = vec![0; traces.len()];
         order
             .iter()
             .map(|&p| {
                 let p = p as usize;
                 next[p] += 1;
-                parts[p].trace[next[p] - 1]
+                traces[p][next[p] - 1]
             })
             .collect()
+    }
+
+    fn traces(parts: &[Tokens]) -> Vec<Vec<(u64, u32, u64)>> {
+        parts.iter().map(|p| p.trace.clone()).collect()
     }
 
     fn compare(parts: usize, nodes_per_part: usize, seed: u64, end: u64) -> Result<(), String> {
@@ -1045,7 +1292,7 @@ mod tests {
         if order_many != order_one {
             return Err("the parts' turns differ".into());
         }
-        if interleave(&many, &order_many) != interleave(&one, &order_one) {
+        if interleave(&traces(&many), &order_many) != interleave(&traces(&one), &order_one) {
             return Err("the events handled differ".into());
         }
         for (a, b) in one.iter().zip(&many) {
@@ -1070,14 +1317,279 @@ mod tests {
         let mut one = model(2, 16, 400);
         let mut order = Vec::new();
         run_sequential(&mut one, &init, Time(50_000), Some(&mut order));
-        let all = interleave(&one, &order);
+        let all = interleave(&traces(&one), &order);
         let ties = all.windows(2).filter(|w| w[0].0 == w[1].0).count();
         assert!(ties * 4 > all.len(), "{ties} ties in {} events", all.len());
+    }
+
+    /// Links between parts as in a network split over threads (ADR 0010): each link's
+    /// sending end is in one part and its receiving end in another; only the link's head
+    /// packet has an arrival event. The sender creates it when it puts a packet on an empty
+    /// link; otherwise the receiving end creates it, as the first thing its handler of the
+    /// arrival before does, or, if it hears of the packet too late (the copy is a message,
+    /// taken in a window later), in the slot that handler reserved. Ticks, as in
+    /// [`Tokens`], make ties and put packets on links; times are on a coarse grid, so
+    /// packets are often put on a link at the very time the one before arrives.
+    struct Links {
+        part: usize,
+        parts: usize,
+        nodes: usize,
+        lookahead: u64,
+        /// Every link, `(from, to, delay, serialization)`, alike in every part.
+        links: Vec<(usize, usize, u64, u64)>,
+        /// Sending ends, by link: arrival times of the packets on the wire, and when the
+        /// link is free to start the next.
+        tx: Vec<(VecDeque<u64>, u64)>,
+        /// Receiving ends, by link: the copies not yet arrived, as `(packet, arrival)`, and
+        /// the slot reserved by the last arrival that found none.
+        rx: Vec<RxEnd>,
+        state: Vec<u64>,
+        trace: Vec<(u64, u32, u64)>,
+        sent: u64,
+        /// Packets put on a link at the time of its last packet's arrival.
+        ties: u64,
+    }
+
+    #[derive(Default)]
+    struct RxEnd {
+        inbound: VecDeque<(u64, u64)>,
+        last: Option<(u64, Slot)>,
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum LinkEv {
+        Tick { node: u32, val: u64 },
+        Arrive { link: u32 },
+    }
+
+    /// A packet's copy, and who creates its arrival: the sender (it did), or the receiving
+    /// handler of the arrival before, at that time (at a tie, the sender reserved a slot).
+    struct Copied {
+        link: u32,
+        pkt: u64,
+        at: u64,
+        how: How,
+    }
+
+    enum How {
+        Sender,
+        Receiver(u64),
+        Tie(u64, Slot),
+    }
+
+    impl Links {
+        fn put_on_link(&mut self, link: usize, now: u64, out: &mut Out<LinkEv, Copied>) {
+            let (from, to, delay, ser) = self.links[link];
+            debug_assert_eq!(from, self.part);
+            let (wire, free) = &mut self.tx[link];
+            while wire.front().is_some_and(|&a| a < now) {
+                wire.pop_front();
+            }
+            let start = now.max(*free);
+            *free = start + ser;
+            let at = start + ser + delay;
+            let pkt = ((self.part as u64) << 40) | self.sent;
+            self.sent += 1;
+            let how = match wire.back() {
+                None => {
+                    out.schedule(to, Time(at), LinkEv::Arrive { link: link as u32 });
+                    How::Sender
+                }
+                Some(&a1) if a1 > now => How::Receiver(a1),
+                Some(&a1) => {
+                    self.ties += 1;
+                    How::Tie(a1, out.reserve())
+                }
+            };
+            wire.push_back(at);
+            out.send(
+                to,
+                Copied {
+                    link: link as u32,
+                    pkt,
+                    at,
+                    how,
+                },
+            );
+        }
+    }
+
+    impl Part for Links {
+        type Event = LinkEv;
+        type Message = Copied;
+        fn handle(&mut self, now: Time, ev: LinkEv, out: &mut Out<LinkEv, Copied>) {
+            let (node, val, id) = match ev {
+                LinkEv::Tick { node, val } => (node as usize % self.nodes, val, node),
+                LinkEv::Arrive { link } => {
+                    let RxEnd { inbound, last } = &mut self.rx[link as usize];
+                    let (pkt, at) = inbound.pop_front().expect("a copy for every arrival");
+                    assert_eq!(at, now.0, "a packet arrives when it should");
+                    // The next head's arrival first, as dcsim's links do.
+                    *last = match inbound.front() {
+                        Some(&(_, next)) => {
+                            out.schedule(self.part, Time(next), ev);
+                            None
+                        }
+                        None => Some((now.0, out.reserve())),
+                    };
+                    (link as usize % self.nodes, pkt, 1_000_000 + link)
+                }
+            };
+            let s = splitmix(self.state[node] ^ val);
+            self.state[node] = s;
+            self.trace.push((now.0, id, s));
+            let fanout = [1, 1, 1, 2, 0, 1, 2, 0][(s % 8) as usize];
+            let unit = self.lookahead / 4;
+            for k in 0..fanout {
+                let r = splitmix(s.wrapping_add(k));
+                let node = (r >> 16) as usize % self.nodes;
+                match r % 5 {
+                    0 | 1 => {
+                        let own: Vec<usize> = (0..self.links.len())
+                            .filter(|&l| self.links[l].0 == self.part)
+                            .collect();
+                        if own.is_empty() {
+                            continue;
+                        }
+                        self.put_on_link(own[(r >> 8) as usize % own.len()], now.0, out);
+                    }
+                    2 | 3 => out.schedule(
+                        self.part,
+                        now + Dur((r >> 8) % 3 * unit),
+                        LinkEv::Tick {
+                            node: (self.part * self.nodes + node) as u32,
+                            val: r,
+                        },
+                    ),
+                    _ => {
+                        let part = (r >> 8) as usize % self.parts;
+                        out.schedule(
+                            part,
+                            now + Dur(self.lookahead + (r >> 24) % 3 * unit),
+                            LinkEv::Tick {
+                                node: (part * self.nodes + node) as u32,
+                                val: r,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+
+        fn receive(&mut self, msg: &Copied, late: &mut Late<LinkEv>) {
+            let RxEnd { inbound, last } = &mut self.rx[msg.link as usize];
+            let heard_late = inbound.is_empty();
+            inbound.push_back((msg.pkt, msg.at));
+            let ev = LinkEv::Arrive { link: msg.link };
+            // If the arrival before has not been handled, it will create this one.
+            match msg.how {
+                How::Sender => assert!(heard_late, "the link was empty"),
+                How::Receiver(a1) if heard_late => {
+                    let (t, slot) = last.take().expect("reserved by the arrival before");
+                    assert_eq!(t, a1);
+                    late.schedule_as(Time(msg.at), ev, slot);
+                }
+                How::Tie(a1, mine) if heard_late => {
+                    let (t, slot) = last.take().expect("reserved by the arrival before");
+                    assert_eq!(t, a1);
+                    late.schedule_as_later_of(Time(msg.at), ev, slot, mine);
+                }
+                How::Receiver(_) | How::Tie(..) => {}
+            }
+        }
+    }
+
+    fn links_model(parts: usize, nodes: usize, per_pair: usize, seed: u64) -> Vec<Links> {
+        let lookahead = 400;
+        let unit = lookahead / 4;
+        let mut links = Vec::new();
+        for from in 0..parts {
+            for to in (0..parts).filter(|&to| to != from) {
+                for _ in 0..per_pair {
+                    let r = splitmix(seed ^ (links.len() as u64) << 8);
+                    links.push((
+                        from,
+                        to,
+                        lookahead + r % 3 * unit,
+                        (1 + (r >> 8) % 3) * unit,
+                    ));
+                }
+            }
+        }
+        (0..parts)
+            .map(|part| Links {
+                part,
+                parts,
+                nodes,
+                lookahead,
+                tx: links.iter().map(|_| (VecDeque::new(), 0)).collect(),
+                rx: links.iter().map(|_| RxEnd::default()).collect(),
+                links: links.clone(),
+                state: vec![0; nodes],
+                trace: Vec::new(),
+                sent: 0,
+                ties: 0,
+            })
+            .collect()
+    }
+
+    /// Runs the link model both ways and compares; returns the parallel run's figures and
+    /// the ties seen.
+    fn compare_links(
+        parts: usize,
+        nodes: usize,
+        per_pair: usize,
+        seed: u64,
+        end: u64,
+    ) -> Result<(ParallelStats, u64), String> {
+        let init: Vec<(usize, Time, LinkEv)> = (0..parts * nodes)
+            .map(|node| {
+                let r = splitmix(seed ^ node as u64);
+                let ev = LinkEv::Tick {
+                    node: node as u32,
+                    val: r,
+                };
+                (node / nodes, Time(r % 3 * 100), ev)
+            })
+            .collect();
+        let mut one = links_model(parts, nodes, per_pair, seed);
+        let mut order_one = Vec::new();
+        let n = run_sequential(&mut one, &init, Time(end), Some(&mut order_one));
+        let mut many = links_model(parts, nodes, per_pair, seed);
+        let mut order_many = Vec::new();
+        let stats = run_parallel(&mut many, &init, Time(end), Dur(400), Some(&mut order_many))
+            .map_err(|e| e.to_string())?;
+        if stats.events != n {
+            return Err(format!(
+                "{} events in parallel, {n} in one thread",
+                stats.events
+            ));
+        }
+        let traces = |m: &[Links]| m.iter().map(|l| l.trace.clone()).collect::<Vec<_>>();
+        if order_many != order_one
+            || interleave(&traces(&many), &order_many) != interleave(&traces(&one), &order_one)
+        {
+            return Err("the events handled differ".into());
+        }
+        Ok((stats, many.iter().map(|l| l.ties).sum()))
+    }
+
+    #[test]
+    fn late_arrivals_take_the_place_one_thread_gives_them() {
+        let (mut late, mut ties, mut messages) = (0, 0, 0);
+        for parts in [2, 3] {
+            let (stats, t) = compare_links(parts, 8, 2, 11, 200_000).unwrap();
+            (late, ties, messages) = (late + stats.late, ties + t, messages + stats.messages);
+        }
+        // Without late copies and ties the test would not test the slots.
+        assert!(late * 40 > messages, "{late} late of {messages} copies");
+        assert!(ties * 100 > messages, "{ties} ties of {messages} copies");
     }
 
     struct TooSoon;
     impl Part for TooSoon {
         type Event = ();
+        type Message = ();
         fn handle(&mut self, now: Time, (): (), out: &mut Out<()>) {
             out.schedule(1, now + Dur(10), ());
         }
@@ -1104,9 +1616,55 @@ mod tests {
         );
     }
 
+    /// Sends a message to `to` at times 5 and 305; the receiver creates a late event in the
+    /// first slot it reserved itself.
+    struct Messenger {
+        to: usize,
+        slot: Option<Slot>,
+    }
+    impl Part for Messenger {
+        type Event = ();
+        type Message = Slot;
+        fn handle(&mut self, now: Time, (): (), out: &mut Out<(), Slot>) {
+            let slot = out.reserve();
+            self.slot.get_or_insert(slot);
+            if now == Time(5) || now == Time(305) {
+                out.send(self.to, slot);
+            }
+            out.schedule(0, now + Dur(300), ());
+        }
+        fn receive(&mut self, _: &Slot, late: &mut Late<()>) {
+            // Not the sender's slot: this part's own, from an earlier window.
+            late.schedule_as(Time(1000), (), self.slot.expect("reserved at time 0"));
+        }
+    }
+
+    #[test]
+    fn a_message_to_its_own_part_is_an_error() {
+        let mut parts = [
+            Messenger { to: 0, slot: None },
+            Messenger { to: 0, slot: None },
+        ];
+        let err =
+            run_parallel(&mut parts, &[(0, Time(5), ())], Time(1000), Dur(100), None).unwrap_err();
+        assert_eq!(err, ParallelError::MessageToItself { part: 0 });
+    }
+
+    #[test]
+    fn a_late_event_in_a_slot_of_another_window_is_an_error() {
+        let mut parts = [
+            Messenger { to: 1, slot: None },
+            Messenger { to: 0, slot: None },
+        ];
+        let init = [(0, Time(305), ()), (1, Time(0), ())];
+        let err = run_parallel(&mut parts, &init, Time(2000), Dur(100), None).unwrap_err();
+        assert_eq!(err, ParallelError::Slot { part: 1 });
+    }
+
     struct Panics;
     impl Part for Panics {
         type Event = u32;
+        type Message = ();
         fn handle(&mut self, now: Time, ev: u32, out: &mut Out<u32>) {
             assert!(ev < 3, "handler failure");
             out.schedule(ev as usize % 2, now + Dur(100), ev + 1);
@@ -1133,6 +1691,7 @@ mod tests {
     }
     impl Part for Chains {
         type Event = (u32, u32);
+        type Message = ();
         fn handle(&mut self, now: Time, (node, left): (u32, u32), out: &mut Out<(u32, u32)>) {
             self.trace.push((now.0, node, left));
             if left > 0 {
@@ -1194,6 +1753,16 @@ mod tests {
             seed in any::<u64>(),
         ) {
             prop_assert_eq!(compare(parts, nodes, seed, 20_000), Ok(()));
+        }
+
+        #[test]
+        fn any_split_of_links_keeps_the_order(
+            parts in 2usize..5,
+            nodes in 1usize..8,
+            per_pair in 1usize..3,
+            seed in any::<u64>(),
+        ) {
+            prop_assert_eq!(compare_links(parts, nodes, per_pair, seed, 40_000).map(|_| ()), Ok(()));
         }
     }
 }
