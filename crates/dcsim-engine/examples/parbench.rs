@@ -8,10 +8,14 @@
 //! (rounds of a hash), the one-thread run and the two-part run in ns per event, how many
 //! events a window held, and where the two threads' time went (summed over both).
 //!
-//! Run: `cargo run --release -p dcsim-engine --example parbench [-- [--lookahead NS] ROUNDS...]`
+//! `--copies` sends every crossing as a split network would in the worst case (ADR 0010):
+//! a 64-byte copy of the packet as a message, taken in by the other part into its own
+//! store, and the event created late there in a slot its sender reserved.
+//!
+//! Run: `cargo run --release -p dcsim-engine --example parbench [-- [--lookahead NS] [--copies] ROUNDS...]`
 use std::time::Instant;
 
-use dcsim_engine::parallel::{Out, Part, run_parallel};
+use dcsim_engine::parallel::{Late, Out, Part, Slot, run_parallel};
 use dcsim_engine::{Dur, Scheduler, Time, splitmix};
 
 /// Nodes per part.
@@ -32,6 +36,19 @@ struct Net {
     state: Vec<[u64; 32]>,
     rounds: u32,
     sum: u64,
+    /// Whether crossings travel as copies (`--copies`).
+    copies: bool,
+    /// The copies taken in, one per node, as the receiving end of a link keeps them.
+    inbound: Vec<[u64; 8]>,
+}
+
+/// A crossing token as a split network sends it: the packet's copy, its arrival and the
+/// slot its event takes.
+struct Copied {
+    packet: [u64; 8],
+    at: Time,
+    ev: (u32, u64),
+    slot: Slot,
 }
 
 impl Net {
@@ -62,10 +79,30 @@ impl Net {
 
 impl Part for Net {
     type Event = (u32, u64);
-    type Message = ();
-    fn handle(&mut self, now: Time, ev: (u32, u64), out: &mut Out<(u32, u64)>) {
+    type Message = Copied;
+    fn handle(&mut self, now: Time, ev: (u32, u64), out: &mut Out<(u32, u64), Copied>) {
         let (part, at, ev) = self.step(now, ev);
-        out.schedule(part, at, ev);
+        if self.copies && part != self.part {
+            let slot = out.reserve();
+            let x = ev.1;
+            let packet = [x, x ^ 1, x ^ 2, x ^ 3, x ^ 4, x ^ 5, x ^ 6, x ^ 7];
+            out.send(
+                part,
+                Copied {
+                    packet,
+                    at,
+                    ev,
+                    slot,
+                },
+            );
+        } else {
+            out.schedule(part, at, ev);
+        }
+    }
+
+    fn receive(&mut self, msg: &Copied, late: &mut Late<(u32, u64)>) {
+        self.inbound[msg.ev.0 as usize] = msg.packet;
+        late.schedule_as(msg.at, msg.ev, msg.slot);
     }
 }
 
@@ -85,7 +122,7 @@ fn one_thread(parts: &mut [Net], init: &[(usize, Time, (u32, u64))]) -> u64 {
     events
 }
 
-fn model(parts: usize, rounds: u32) -> Vec<Net> {
+fn model(parts: usize, rounds: u32, copies: bool) -> Vec<Net> {
     (0..parts)
         .map(|part| Net {
             part,
@@ -93,6 +130,8 @@ fn model(parts: usize, rounds: u32) -> Vec<Net> {
             state: vec![[0; 32]; NODES],
             rounds,
             sum: 0,
+            copies,
+            inbound: vec![[0; 8]; NODES],
         })
         .collect()
 }
@@ -117,8 +156,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut lookahead = LOOKAHEAD;
     let mut rounds: Vec<u32> = Vec::new();
+    let mut copies = false;
     while let Some(a) = args.next() {
-        if a == "--lookahead" {
+        if a == "--copies" {
+            copies = true;
+        } else if a == "--lookahead" {
             let ns: u64 = args
                 .next()
                 .and_then(|v| v.parse().ok())
@@ -144,11 +186,11 @@ fn main() {
     for r in rounds {
         let parts = 2;
         let init = init(parts);
-        let mut one = model(parts, r);
+        let mut one = model(parts, r, false);
         let t = Instant::now();
         let n = one_thread(&mut one, &init);
         let seq = t.elapsed().as_secs_f64();
-        let mut two = model(parts, r);
+        let mut two = model(parts, r, copies);
         let t = Instant::now();
         let stats = run_parallel(&mut two, &init, END, Dur(lookahead), None).expect("look-ahead");
         let par = t.elapsed().as_secs_f64();

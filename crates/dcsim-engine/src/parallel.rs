@@ -39,8 +39,9 @@
 //!   a place in the order of creation ([`Out::reserve`]) for an event created later in
 //!   its name ([`Slot`], [`Late`]). That is how the receiving end of a link creates the
 //!   next packet's arrival exactly where one thread would have, when it hears of the
-//!   packet a window late (ADR 0010). A late event goes into the heap with the window's
-//!   renumbering, when the numbers of its slots are known.
+//!   packet a window late (ADR 0010). A late event goes into the heap at the
+//!   renumbering two windows after its message was sent, when its slots' numbers are
+//!   known.
 //!
 //! `cargo run --release -p dcsim-engine --example parbench` measures what is left of two
 //! threads after the logs, the numbering and the barrier. [`run_sequential`] is the
@@ -66,9 +67,16 @@ pub trait Part: Send {
     /// Handles `ev` at time `now`; every event it creates goes through `out`.
     fn handle(&mut self, now: Time, ev: Self::Event, out: &mut Out<Self::Event, Self::Message>);
     /// Takes in `msg`, sent to this part by a handler of another part. A one-thread run
-    /// calls it right after that handler; a parallel run at the start of the next window,
-    /// before this part handles any of its events. Events it creates go through
-    /// `late`, each numbered as a slot reserved earlier ([`Out::reserve`]).
+    /// calls it right after that handler; a parallel run at the start of the next window
+    /// (windows are `⌊lookahead / 2⌋` wide, from time zero), before this part handles any
+    /// event of that window, and at the end of the run for the last window's messages.
+    /// Messages from one part come in the order they were sent; messages from different
+    /// parts come, in a parallel run, part by part. So the part's state after `receive`
+    /// must not depend on whether its own handlers of the sender's window ran before it,
+    /// nor on the order of different senders' messages (a link's receiving end has one
+    /// sender, and its handlers read the copies only when they are due). Events it creates
+    /// go through `late`, each in a slot reserved in the window in which `msg` was sent
+    /// ([`Out::reserve`]), and at least the look-ahead after the sending handler.
     fn receive(&mut self, msg: &Self::Message, late: &mut Late<Self::Event>) {
         let _ = (msg, late);
     }
@@ -131,7 +139,7 @@ impl<E, M> Out<E, M> {
     #[inline]
     pub fn schedule(&mut self, part: usize, at: Time, ev: E) {
         debug_assert!(at >= self.now, "event created in the past");
-        self.buf.push((part as u32, at, self.next, ev));
+        self.buf.push((part_index(part), at, self.next, ev));
         self.next += 1;
     }
 
@@ -151,8 +159,15 @@ impl<E, M> Out<E, M> {
     /// look-ahead after [`Out::now`].
     #[inline]
     pub fn send(&mut self, part: usize, msg: M) {
-        self.msgs.push((part as u32, msg));
+        self.msgs.push((part_index(part), msg));
     }
+}
+
+/// A part's index as the buffers keep it: one beyond 2³² − 1 becomes `u32::MAX`, which
+/// no run has (it has at most 2³² − 1 parts), so it is reported as a part that does not
+/// exist rather than wrapping onto one that does.
+fn part_index(part: usize) -> u32 {
+    u32::try_from(part).unwrap_or(u32::MAX)
 }
 
 /// Where [`Part::receive`] puts the events it creates: each for the receiving part,
@@ -167,8 +182,9 @@ impl<E> Late<E> {
         Self { buf: Vec::new() }
     }
 
-    /// Creates `ev` at `at` in `slot`, reserved by a handler of the window of the message
-    /// being received (this part's or the sender's).
+    /// Creates `ev` at `at` in `slot`, reserved by a handler (this part's or the sender's)
+    /// of the window in which the message being received was sent. A slot takes one
+    /// event at most.
     pub fn schedule_as(&mut self, at: Time, ev: E, slot: Slot) {
         self.buf.push((at, ev, slot, slot));
     }
@@ -189,8 +205,8 @@ impl<E> Late<E> {
 ///
 /// # Panics
 /// If an event or a message names a part that does not exist, a message is sent to its
-/// own part, or a late event comes before the event being handled or names a slot not
-/// yet reserved (the reference has no error to return; [`run_parallel`] returns
+/// own part, or a late event comes before the event being handled, names a slot not yet
+/// reserved or one already taken (the reference has no error to return; [`run_parallel`] returns
 /// [`ParallelError`]).
 pub fn run_sequential<P: Part>(
     parts: &mut [P],
@@ -210,6 +226,8 @@ pub fn run_sequential<P: Part>(
     let mut out = Out::new();
     out.next = init.len() as u64;
     let mut late = Late::new();
+    // The slots late events took: one each.
+    let mut used = std::collections::HashSet::new();
     let mut events = 0;
     while let Some(t) = heap.peek_time()
         && t <= end.0
@@ -234,6 +252,7 @@ pub fn run_sequential<P: Part>(
             for (at, e, a, b) in late.buf.drain(..) {
                 let g = a.num.max(b.num);
                 assert!(g < out.next, "a late event names a slot not yet reserved");
+                assert!(used.insert(g), "two late events were created in one slot");
                 let k_late = key(at.0, g);
                 assert!(
                     k_late > k,
@@ -302,6 +321,12 @@ pub enum ParallelError {
          message it received"
     )]
     Slot {
+        /// The receiving part.
+        part: usize,
+    },
+    /// Two late events were created in one slot.
+    #[error("part {part} created two late events in one slot")]
+    SlotReused {
         /// The receiving part.
         part: usize,
     },
@@ -546,7 +571,10 @@ impl Drop for AbortOnPanic<'_> {
 ///
 /// # Errors
 /// If a handler sends an event to another part sooner than `lookahead` allows, or to a
-/// part that does not exist.
+/// part that does not exist; if it sends a message to its own part or to a part that does
+/// not exist; if [`Part::receive`] creates a late event sooner than the look-ahead after
+/// the message's window starts, in a slot not reserved in that window, or in a slot
+/// already taken.
 ///
 /// # Panics
 /// If `lookahead` is below 2 ps or there are more than 2³² parts; a panic in a handler is
@@ -616,6 +644,7 @@ pub fn run_parallel<P: Part>(
                     late: Late::new(),
                     deferred: Vec::new(),
                     early_error: None,
+                    used: Vec::new(),
                 };
                 let shared = &shared;
                 s.spawn(move || worker.run(shared, plan))
@@ -689,6 +718,8 @@ struct Worker<'a, P: Part> {
     deferred: Vec<(u64, P::Event, Slot, Slot)>,
     /// An error found before the window, reported with it.
     early_error: Option<ParallelError>,
+    /// Scratch: the numbers of the slots late events took in one window.
+    used: Vec<u64>,
 }
 
 impl<P: Part> Worker<'_, P> {
@@ -762,9 +793,21 @@ impl<P: Part> Worker<'_, P> {
                 _ => break None,
             }
         };
-        // The last window's numbering, for the figures and the order.
-        if error.is_none() && numberer.number(shared, i % SLOTS).is_none() {
-            return Outcome::aborted();
+        // The last window's numbering, for the figures and the order, and its messages:
+        // the one-thread run receives every message. The late events they create are
+        // after the end (two windows on, and the window after this one is past it), so
+        // they are only checked, as are those of the window before.
+        let mut error = error;
+        if error.is_none() {
+            if numberer.number(shared, i % SLOTS).is_none() {
+                return Outcome::aborted();
+            }
+            if i >= 1 {
+                self.check_deferred(shared, (i - 1) % SLOTS, plan.end);
+            }
+            self.take_messages(shared, i % SLOTS, plan.width);
+            self.check_deferred(shared, i % SLOTS, plan.end);
+            error = self.early_error.take();
         }
         drop(guard);
         Outcome {
@@ -820,17 +863,43 @@ impl<P: Part> Worker<'_, P> {
                     .has(s.num)
                     .then(|| table.table[(s.num - table.base) as usize].load(Ordering::Relaxed))
             };
+            self.used.clear();
             for (at, ev, a, b) in self.deferred.drain(..) {
                 match global(a).zip(global(b)) {
-                    Some((ga, gb)) => self.heap.push(key(at, ga.max(gb)), ev),
+                    Some((ga, gb)) => {
+                        self.heap.push(key(at, ga.max(gb)), ev);
+                        self.used.push(ga.max(gb));
+                    }
                     None => {
                         self.early_error
                             .get_or_insert(ParallelError::Slot { part: self.p });
                     }
                 }
             }
+            // Every slot named in one window's messages is used once at most.
+            self.used.sort_unstable();
+            if self.used.windows(2).any(|w| w[0] == w[1]) {
+                self.early_error
+                    .get_or_insert(ParallelError::SlotReused { part: self.p });
+            }
         }
         late
+    }
+
+    /// At the end of the run: checks the late events kept for a window that will not come
+    /// (their slots, reserved in window `slot`, and their times, after `end`) and drops
+    /// them.
+    fn check_deferred(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize, end: u64) {
+        let numbers: Vec<RwLockReadGuard<'_, Numbers>> =
+            shared.numbers.iter().map(|n| read(&n[slot])).collect();
+        let reserved = |s: Slot| numbers.get(s.part as usize).is_some_and(|t| t.has(s.num));
+        for (at, _, a, b) in self.deferred.drain(..) {
+            debug_assert!(at > end, "a late event before the end was not handled");
+            if !(reserved(a) && reserved(b)) {
+                self.early_error
+                    .get_or_insert(ParallelError::Slot { part: self.p });
+            }
+        }
     }
 
     /// Hands the part the messages the other parts sent it in window `slot` (the one just
@@ -1378,6 +1447,20 @@ mod tests {
     }
 
     impl Links {
+        /// What must end alike in both runs: the nodes' states, the copies not yet
+        /// arrived and the sending ends (the slots' numbers differ between the runs).
+        fn snapshot(&self) -> impl PartialEq + std::fmt::Debug {
+            (
+                self.state.clone(),
+                self.rx
+                    .iter()
+                    .map(|r| r.inbound.clone())
+                    .collect::<Vec<_>>(),
+                self.tx.clone(),
+                self.sent,
+            )
+        }
+
         fn put_on_link(&mut self, link: usize, now: u64, out: &mut Out<LinkEv, Copied>) {
             let (from, to, delay, ser) = self.links[link];
             debug_assert_eq!(from, self.part);
@@ -1507,12 +1590,9 @@ mod tests {
             for to in (0..parts).filter(|&to| to != from) {
                 for _ in 0..per_pair {
                     let r = splitmix(seed ^ (links.len() as u64) << 8);
-                    links.push((
-                        from,
-                        to,
-                        lookahead + r % 3 * unit,
-                        (1 + (r >> 8) % 3) * unit,
-                    ));
+                    // From exactly the look-ahead between a send and its arrival.
+                    let ser = (1 + (r >> 8) % 3) * unit;
+                    links.push((from, to, lookahead - ser + r % 4 * unit, ser));
                 }
             }
         }
@@ -1570,6 +1650,11 @@ mod tests {
             || interleave(&traces(&many), &order_many) != interleave(&traces(&one), &order_one)
         {
             return Err("the events handled differ".into());
+        }
+        for (a, b) in one.iter().zip(&many) {
+            if a.snapshot() != b.snapshot() {
+                return Err(format!("part {}: final states differ", a.part));
+            }
         }
         Ok((stats, many.iter().map(|l| l.ties).sum()))
     }
@@ -1659,6 +1744,61 @@ mod tests {
         let init = [(0, Time(305), ()), (1, Time(0), ())];
         let err = run_parallel(&mut parts, &init, Time(2000), Dur(100), None).unwrap_err();
         assert_eq!(err, ParallelError::Slot { part: 1 });
+    }
+
+    /// Sends a message at every event; counts the messages received.
+    struct Note {
+        got: u32,
+    }
+    impl Part for Note {
+        type Event = ();
+        type Message = ();
+        fn handle(&mut self, _: Time, (): (), out: &mut Out<(), ()>) {
+            out.send(1, ());
+        }
+        fn receive(&mut self, (): &(), _: &mut Late<()>) {
+            self.got += 1;
+        }
+    }
+
+    #[test]
+    fn messages_of_the_last_window_are_received() {
+        let init = [(0, Time(50), ())];
+        let mut one = [Note { got: 0 }, Note { got: 0 }];
+        run_sequential(&mut one, &init, Time(60), None);
+        let mut many = [Note { got: 0 }, Note { got: 0 }];
+        run_parallel(&mut many, &init, Time(60), Dur(100), None).unwrap();
+        assert_eq!((one[1].got, many[1].got), (1, 1));
+    }
+
+    /// Part 0 reserves a slot and sends it twice; part 1 creates an event in it each time.
+    struct Twice;
+    impl Part for Twice {
+        type Event = ();
+        type Message = Slot;
+        fn handle(&mut self, now: Time, (): (), out: &mut Out<(), Slot>) {
+            if now == Time(5) {
+                let slot = out.reserve();
+                out.send(1, slot);
+                out.send(1, slot);
+            }
+        }
+        fn receive(&mut self, slot: &Slot, late: &mut Late<()>) {
+            late.schedule_as(Time(500), (), *slot);
+        }
+    }
+
+    #[test]
+    fn two_late_events_in_one_slot_are_an_error() {
+        let err = run_parallel(
+            &mut [Twice, Twice],
+            &[(0, Time(5), ())],
+            Time(1000),
+            Dur(100),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err, ParallelError::SlotReused { part: 1 });
     }
 
     struct Panics;
