@@ -128,6 +128,9 @@ pub struct Out<E, M = ()> {
     handed: Vec<(u32, u64, u64)>,
     /// Events expected from other parts' hand-overs.
     expected: Vec<Expected<E>>,
+    /// Whether `msgs`, `handed` or `expected` holds anything (one test per event instead
+    /// of three).
+    rare: bool,
 }
 
 /// An event that a handler of part `from` at time `created_at` will hand over (with
@@ -151,6 +154,7 @@ impl<E, M> Out<E, M> {
             msgs: Vec::new(),
             handed: Vec::new(),
             expected: Vec::new(),
+            rare: false,
         }
     }
 
@@ -188,6 +192,7 @@ impl<E, M> Out<E, M> {
     pub fn hand_over(&mut self, part: usize, tag: u64) {
         self.handed.push((part_index(part), tag, self.next));
         self.next += 1;
+        self.rare = true;
     }
 
     /// Declares that a handler of part `from` at `created_at` (later than now) will hand
@@ -195,8 +200,12 @@ impl<E, M> Out<E, M> {
     /// `created_at`) for this part. A
     /// parallel run puts it in this part's heap as soon as its handling passes
     /// `created_at`, in the place that creation gives it, and fails with
-    /// [`ParallelError::HandOver`] if that place cannot be told because this part handled
-    /// an event at `created_at` itself that comes after the creating handler.
+    /// [`ParallelError::HandOverOrder`] if that place cannot be told in time: when this
+    /// part's own handler at `created_at` that comes after the creating handler created
+    /// anything (an event, a reservation, a hand-over), or when expectations with the same
+    /// `created_at` were declared in another order than their hand-overs. An expectation
+    /// that is not handed over by the named part at `created_at` is
+    /// [`ParallelError::HandOver`].
     pub fn expect(&mut self, from: usize, created_at: Time, tag: u64, at: Time, ev: E) {
         self.expected.push(Expected {
             from: part_index(from),
@@ -205,6 +214,7 @@ impl<E, M> Out<E, M> {
             at: at.0,
             ev,
         });
+        self.rare = true;
     }
 
     /// Sends `msg` to another part. Every event it leads to must be at least the run's
@@ -212,6 +222,7 @@ impl<E, M> Out<E, M> {
     #[inline]
     pub fn send(&mut self, part: usize, msg: M) {
         self.msgs.push((part_index(part), msg));
+        self.rare = true;
     }
 }
 
@@ -257,8 +268,9 @@ impl<E> Late<E> {
 ///
 /// # Panics
 /// If an event or a message names a part that does not exist, a message is sent to its
-/// own part, or a late event comes before the event being handled, names a slot not yet
-/// reserved or one already taken (the reference has no error to return; [`run_parallel`] returns
+/// own part, a late event comes before the event being handled, names a slot not yet
+/// reserved or one already taken, or an expected event is impossible, declared twice or,
+/// due by `end`, never handed over (the reference has no error to return; [`run_parallel`] returns
 /// [`ParallelError`]).
 pub fn run_sequential<P: Part>(
     parts: &mut [P],
@@ -280,7 +292,7 @@ pub fn run_sequential<P: Part>(
     let mut late = Late::new();
     // The slots late events took: one each.
     let mut used = std::collections::HashSet::new();
-    // Events expected from hand-overs, by `(creating part, time, tag)`.
+    // Events expected from hand-overs, by `(creating part, time, tag, receiving part)`.
     let mut expected = std::collections::HashMap::new();
     let mut events = 0;
     while let Some(t) = heap.peek_time()
@@ -302,15 +314,12 @@ pub fn run_sequential<P: Part>(
                 x.created_at > t && x.at > x.created_at && (x.from as usize) < n && x.from != p,
                 "part {p} expects a hand-over it cannot have"
             );
-            expected.insert((x.from, x.created_at, x.tag), (p, x.at, x.ev));
+            let twice = expected.insert((x.from, x.created_at, x.tag, p), (x.at, x.ev));
+            assert!(twice.is_none(), "part {p} expects one hand-over twice");
         }
         for (q, tag, c) in out.handed.drain(..) {
-            if let Some((to, at, e)) = expected.remove(&(p, t, tag)) {
-                assert_eq!(
-                    to, q,
-                    "handed over to another part than the one expecting it"
-                );
-                heap.push(key(at, c), (to, e));
+            if let Some((at, e)) = expected.remove(&(p, t, tag, q)) {
+                heap.push(key(at, c), (q, e));
             }
         }
         for (q, msg) in out.msgs.drain(..) {
@@ -339,7 +348,7 @@ pub fn run_sequential<P: Part>(
     assert!(
         expected
             .keys()
-            .all(|&(_, created_at, _)| created_at > end.0),
+            .all(|&(_, created_at, _, _)| created_at > end.0),
         "an expected event was never handed over"
     );
     events
@@ -680,7 +689,9 @@ impl Drop for AbortOnPanic<'_> {
 /// part that does not exist; if it sends a message to its own part or to a part that does
 /// not exist; if [`Part::receive`] creates a late event sooner than the look-ahead after
 /// the message's window starts, in a slot not reserved in that window, or in a slot
-/// already taken.
+/// already taken; if an expected event ([`Out::expect`]) is impossible or not handed
+/// over, or its place among the part's own events cannot be known in time
+/// ([`ParallelError::HandOverOrder`]: rerun on one thread).
 ///
 /// # Panics
 /// If `lookahead` is below 2 ps or there are more than 2³² parts; a panic in a handler is
@@ -872,7 +883,12 @@ impl<P: Part> Worker<'_, P> {
                 .min(plan.end.saturating_add(1));
             self.window(start, end, start.saturating_add(2 * plan.width));
             numberer.stats.handle_seconds += t2.elapsed().as_secs_f64();
-            self.log.next = self.heap.peek_time();
+            // A pending expectation keeps its window from being skipped: its count must be
+            // taken there.
+            self.log.next = match (self.heap.peek_time(), self.expected.last()) {
+                (Some(t), Some(x)) => Some(t.min(x.created_at)),
+                (t, x) => t.or(x.map(|x| x.created_at)),
+            };
             self.publish(shared, i % SLOTS);
             if !shared.barrier.wait() {
                 return Outcome::aborted();
@@ -1121,10 +1137,8 @@ impl<P: Part> Worker<'_, P> {
                     log.sent = Some(log.sent.map_or(at.0, |m| m.min(at.0)));
                 }
             }
-            if !(self.out.msgs.is_empty()
-                && self.out.handed.is_empty()
-                && self.out.expected.is_empty())
-            {
+            if self.out.rare {
+                self.out.rare = false;
                 self.take_rare(t);
                 expected_at = self.next_expected();
             }
@@ -1303,6 +1317,60 @@ struct Numberer {
     error: Option<ParallelError>,
 }
 
+/// Gives the counts a part took for expected events their creating slots' numbers, in
+/// the order of the numbering, and checks that every number it writes exceeds the one
+/// before (else the count's place among the part's own was wrong).
+struct Placer<'a> {
+    placed: std::iter::Peekable<std::slice::Iter<'a, (u64, u32, u64, u64)>>,
+    floor: Option<u64>,
+    part: usize,
+}
+
+impl Placer<'_> {
+    /// The number of count `c`: `normal`, unless it was taken for an expected event. The
+    /// creating slot is found in the creating part's log and waited for if that part is
+    /// still numbering it (its handler comes first in the global order: no deadlock).
+    /// `None` if the run was aborted.
+    #[inline(never)]
+    fn number<E, M>(
+        &mut self,
+        c: u64,
+        normal: u64,
+        logs: &[RwLockReadGuard<'_, WindowLog<E, M>>],
+        now: &[RwLockReadGuard<'_, Numbers>],
+        shared: &Shared<E, M>,
+        error: &mut Option<ParallelError>,
+    ) -> Option<u64> {
+        let mut g = normal;
+        if let Some(&(_, from, created_at, tag)) = self.placed.next_if(|x| x.0 == c) {
+            let from = from as usize;
+            let slot = logs[from]
+                .handed
+                .iter()
+                .find(|h| h.0 as usize == self.part && h.1 == tag && h.2 == created_at)
+                .map(|h| h.3)
+                .filter(|&cs| now[from].has(cs));
+            match slot {
+                Some(cs) => g = now[from].wait(cs, &shared.barrier)?,
+                None => {
+                    error.get_or_insert(ParallelError::HandOver {
+                        part: self.part,
+                        created_at: Time(created_at),
+                    });
+                }
+            }
+            if self.floor.is_some_and(|f| g <= f) {
+                error.get_or_insert(ParallelError::HandOverOrder {
+                    part: self.part,
+                    created_at: Time(created_at),
+                });
+            }
+        }
+        self.floor = Some(self.floor.map_or(g, |f| f.max(g)));
+        Some(g)
+    }
+}
+
 impl Numberer {
     /// Gives every event this part created in the window in buffer `slot` its global
     /// number: the window's first number, plus the events created by the handlers that
@@ -1375,43 +1443,18 @@ impl Numberer {
         // handler comes first in the global order: no deadlock). Every number written
         // must exceed the one before, or the count's place among this part's own was
         // wrong.
-        let mut placed = own.placed.iter().peekable();
-        let mut floor = None::<u64>;
-        let mut handed_over = |c: u64, normal: u64, floor: &mut Option<u64>| -> Option<u64> {
-            let mut g = normal;
-            if let Some(&(_, from, created_at, tag)) = placed.next_if(|x| x.0 == c) {
-                let from = from as usize;
-                let slot = logs[from]
-                    .handed
-                    .iter()
-                    .find(|h| h.0 as usize == p && h.1 == tag && h.2 == created_at)
-                    .map(|h| h.3)
-                    .filter(|&cs| now[from].has(cs));
-                match slot {
-                    Some(cs) => g = now[from].wait(cs, &shared.barrier)?,
-                    None => {
-                        self.error.get_or_insert(ParallelError::HandOver {
-                            part: p,
-                            created_at: Time(created_at),
-                        });
-                    }
-                }
-                if floor.is_some_and(|f| g <= f) {
-                    self.error.get_or_insert(ParallelError::HandOverOrder {
-                        part: p,
-                        created_at: Time(created_at),
-                    });
-                }
-            }
-            *floor = Some(floor.map_or(g, |f| f.max(g)));
-            Some(g)
+        let mut placer = Placer {
+            placed: own.placed.iter().peekable(),
+            floor: None,
+            part: p,
         };
         // Expected events placed before the window's first handler.
         let first_cum = own.log.first().map_or(own.count, |e| e.2);
         for c in own.base..first_cum {
-            let g = handed_over(c, g0 + (c - own.base), &mut floor)?;
+            let g = placer.number(c, g0 + (c - own.base), &logs, &now, shared, &mut self.error)?;
             table[(c - own.base) as usize].store(g, Ordering::Release);
         }
+        let no_placed = own.placed.is_empty();
         let mut ties = self.ties.iter().peekable();
         for (h, (&(_, num, cum), first)) in own.log.iter().zip(&mut self.first).enumerate() {
             while let Some(&(_, q, j)) = ties.next_if(|t| t.0 == h) {
@@ -1426,7 +1469,7 @@ impl Numberer {
             }
             let end = own.log.get(h + 1).map_or(own.count, |e| e.2);
             let (a, b) = ((cum - own.base) as usize, (end - own.base) as usize);
-            if own.placed.is_empty() {
+            if no_placed {
                 if b == a + 1 {
                     table[a].store(*first, Ordering::Release);
                 } else {
@@ -1436,7 +1479,14 @@ impl Numberer {
                 }
             } else {
                 for (i, entry) in table[a..b].iter().enumerate() {
-                    let g = handed_over(cum + i as u64, *first + i as u64, &mut floor)?;
+                    let g = placer.number(
+                        cum + i as u64,
+                        *first + i as u64,
+                        &logs,
+                        &now,
+                        shared,
+                        &mut self.error,
+                    )?;
                     entry.store(g, Ordering::Release);
                 }
             }
@@ -2280,6 +2330,94 @@ mod tests {
             }
         }
         assert!(ok > 0 && refused > 0, "{ok} agreed, {refused} refused");
+    }
+
+    /// Part 0 expects at time 0 an event that part 1 never hands over; with `later`, part
+    /// 0 also has an event far beyond, so the windows between could be skipped.
+    struct Forgotten {
+        later: bool,
+    }
+    impl Part for Forgotten {
+        type Event = ();
+        type Message = ();
+        fn handle(&mut self, now: Time, (): (), out: &mut Out<()>) {
+            if now == Time::ZERO {
+                out.expect(1, Time(50), 7, Time(60), ());
+                if self.later {
+                    out.schedule(0, Time(5000), ());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_expected_event_never_handed_over_is_an_error() {
+        for later in [false, true] {
+            let mut parts = [Forgotten { later }, Forgotten { later }];
+            let err = run_parallel(
+                &mut parts,
+                &[(0, Time::ZERO, ())],
+                Time(10_000),
+                Dur(20),
+                None,
+            )
+            .unwrap_err();
+            assert_eq!(
+                err,
+                ParallelError::HandOver {
+                    part: 0,
+                    created_at: Time(50)
+                },
+                "later: {later}"
+            );
+        }
+    }
+
+    /// Parts 0 and 1 expect an event with the same tag from part 2, which hands over both.
+    struct SameTag {
+        part: usize,
+        trace: Vec<(u64, u32, u64)>,
+    }
+    impl Part for SameTag {
+        type Event = u32;
+        type Message = ();
+        fn handle(&mut self, now: Time, ev: u32, out: &mut Out<u32>) {
+            self.trace.push((now.0, ev, self.part as u64));
+            match (self.part, now.0) {
+                (0 | 1, 0) => {
+                    out.expect(2, Time(50), 1, Time(60), 100 + self.part as u32);
+                    // Ties with the handed-over event.
+                    out.schedule(self.part, Time(60), 200);
+                }
+                (2, 50) => {
+                    out.hand_over(0, 1);
+                    out.hand_over(1, 1);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn one_tag_can_be_handed_to_several_parts() {
+        let init = [(0, Time::ZERO, 0), (1, Time::ZERO, 0), (2, Time(50), 0)];
+        let model = || {
+            (0..3)
+                .map(|part| SameTag {
+                    part,
+                    trace: Vec::new(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let (mut one, mut many) = (model(), model());
+        let (mut order_one, mut order_many) = (Vec::new(), Vec::new());
+        let n = run_sequential(&mut one, &init, Time(1000), Some(&mut order_one));
+        run_parallel(&mut many, &init, Time(1000), Dur(20), Some(&mut order_many)).unwrap();
+        assert_eq!(n, 7);
+        assert_eq!(order_many, order_one);
+        for (a, b) in one.iter().zip(&many) {
+            assert_eq!(a.trace, b.trace);
+        }
     }
 
     struct Panics;
