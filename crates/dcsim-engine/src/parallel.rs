@@ -197,10 +197,9 @@ impl<E, M> Out<E, M> {
 
     /// Declares that a handler of part `from` at `created_at` (later than now) will hand
     /// over ([`Out::hand_over`], with `tag`) the event `ev` at `at` (later than
-    /// `created_at`) for this part. A
-    /// parallel run puts it in this part's heap as soon as its handling passes
-    /// `created_at`, in the place that creation gives it, and fails with
-    /// [`ParallelError::HandOverOrder`] if that place cannot be told in time: when this
+    /// `created_at`) for this part. A parallel run puts it in this part's heap as soon as
+    /// its handling passes `created_at`, in the place that creation gives it, and fails
+    /// with [`ParallelError::HandOverOrder`] if that place cannot be told in time: when this
     /// part's own handler at `created_at` that comes after the creating handler created
     /// anything (an event, a reservation, a hand-over), or when expectations with the same
     /// `created_at` were declared in another order than their hand-overs. An expectation
@@ -269,9 +268,9 @@ impl<E> Late<E> {
 /// # Panics
 /// If an event or a message names a part that does not exist, a message is sent to its
 /// own part, a late event comes before the event being handled, names a slot not yet
-/// reserved or one already taken, or an expected event is impossible, declared twice or,
-/// due by `end`, never handed over (the reference has no error to return; [`run_parallel`] returns
-/// [`ParallelError`]).
+/// reserved or one already taken, a hand-over names a part that does not exist, or an
+/// expected event is impossible, declared twice or, due by `end`, never handed over (the
+/// reference has no error to return; [`run_parallel`] returns [`ParallelError`]).
 pub fn run_sequential<P: Part>(
     parts: &mut [P],
     init: &[(usize, Time, P::Event)],
@@ -318,6 +317,10 @@ pub fn run_sequential<P: Part>(
             assert!(twice.is_none(), "part {p} expects one hand-over twice");
         }
         for (q, tag, c) in out.handed.drain(..) {
+            assert!(
+                (q as usize) < n,
+                "part {p} handed an event over to part {q} (of {n})"
+            );
             if let Some((at, e)) = expected.remove(&(p, t, tag, q)) {
                 heap.push(key(at, c), (q, e));
             }
