@@ -54,8 +54,8 @@
 //! `cargo run --release -p dcsim-engine --example parbench` measures what is left of two
 //! threads after the logs, the numbering and the barrier. [`run_sequential`] is the
 //! reference: the same parts on one thread, ordered as one [`Scheduler`] orders them.
-//! dcsim's network does not run on this yet (ADR 0009 says what it would gain, ADR 0010
-//! what splitting it must solve).
+//! dcsim's network runs on this whole, as one part (`dcsim::split`), but is not split yet
+//! (ADR 0009 says what a split would gain, ADR 0010 what it must solve).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -31,7 +31,7 @@ use std::time::Instant;
 use dcsim_arbiter::{
     Allocator, AllocatorConfig, Clos, Demand, NodeId as ArbNode, Path, PathAssigner,
 };
-use dcsim_engine::{Dur, Rng, RngTree, Scheduler, Time};
+use dcsim_engine::{Dur, Rng, RngTree, Time};
 use dcsim_net::wire::{MAX_WIRE_BYTES, TCP_MSS_BYTES, wire_bytes};
 use dcsim_net::{
     Class, FlowId, HostId, IpBits, NetCx, Network, Packet, PacketId, PacketPool, RateStamp,
@@ -42,7 +42,7 @@ use dcsim_transport::{FlowCx, FlowSpec, Flows};
 use rand::RngExt as _;
 use serde_json::{Value, json};
 
-use crate::world::Event;
+use crate::world::{Event, WorldSched};
 
 /// The flow number control packets carry: no flow has it.
 pub(crate) const FCP_FLOW: FlowId = FlowId(u32::MAX);
@@ -363,7 +363,7 @@ impl Fastpass {
         now: Time,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let packets = match spec.size_bytes {
             Some(0) => return,
@@ -390,7 +390,7 @@ impl Fastpass {
         now: Time,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let host = &mut self.hosts[h as usize];
         if !host.changed && host.acks.is_empty() {
@@ -406,7 +406,7 @@ impl Fastpass {
         now: Time,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let (mut entries, mut acks) = self.take_msg_buffers();
         let host = &mut self.hosts[h as usize];
@@ -449,7 +449,7 @@ impl Fastpass {
         let host = &mut self.hosts[h as usize];
         if host.timer.is_none() {
             host.timer = Some(at);
-            sched.schedule(at, Event::FastpassHost(h));
+            sched.at(at, Event::FastpassHost(h));
         }
     }
 
@@ -460,7 +460,7 @@ impl Fastpass {
         now: Time,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let timeout = self.cfg.request_timeout;
         let host = &mut self.hosts[h as usize];
@@ -470,7 +470,7 @@ impl Fastpass {
         };
         if sent + timeout > now {
             host.timer = Some(sent + timeout);
-            sched.schedule(sent + timeout, Event::FastpassHost(h));
+            sched.at(sent + timeout, Event::FastpassHost(h));
             return;
         }
         // The latest report is overdue: the arbiter has not heard from this host. Repeat
@@ -489,7 +489,7 @@ impl Fastpass {
         flows: &mut Flows,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         self.counters.control_packets_delivered += 1;
         let id = pkt.seq as u32;
@@ -535,7 +535,7 @@ impl Fastpass {
         entries: &[(u32, u64)],
         acks: &[u32],
         now: Time,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let n = self.hosts_n as usize;
         for &(dst, cum) in entries {
@@ -564,7 +564,7 @@ impl Fastpass {
     }
 
     /// Schedules the arbiter's next tick if it is idle.
-    fn start_ticking(&mut self, now: Time, sched: &mut Scheduler<Event>) {
+    fn start_ticking(&mut self, now: Time, sched: &mut impl WorldSched) {
         if self.ticking {
             return;
         }
@@ -573,7 +573,7 @@ impl Fastpass {
         // to it.
         let b = now.as_ps().div_ceil(self.batch.as_ps());
         self.batch_offset = b - self.alloc.next_batch();
-        sched.schedule(self.tick_time(b), Event::FastpassTick);
+        sched.at(self.tick_time(b), Event::FastpassTick);
     }
 
     /// The arbiter's tick: time out unacknowledged grants, allocate the batch that begins
@@ -583,7 +583,7 @@ impl Fastpass {
         now: Time,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         // Lost grants: their slots are demanded again.
         while let Some(&g) = self.unacked.front() {
@@ -708,7 +708,7 @@ impl Fastpass {
             );
         }
         if self.alloc.outstanding_slots() > 0 || !self.unacked.is_empty() {
-            sched.schedule(now + self.batch, Event::FastpassTick);
+            sched.at(now + self.batch, Event::FastpassTick);
         } else {
             self.ticking = false;
         }
@@ -726,7 +726,7 @@ impl Fastpass {
         flows: &mut Flows,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let cap = u64::from(self.cfg.max_outstanding);
         let n = self.hosts_n as usize;
@@ -833,7 +833,7 @@ impl Fastpass {
         flows: &mut Flows,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let host = &mut self.hosts[h as usize];
         if host.tx_armed {
@@ -844,7 +844,7 @@ impl Fastpass {
             if t <= now {
                 self.on_send(h, now, flows, net, pool, sched);
             } else {
-                sched.schedule(t, Event::FastpassSend(h));
+                sched.at(t, Event::FastpassSend(h));
             }
         }
     }
@@ -857,7 +857,7 @@ impl Fastpass {
         flows: &mut Flows,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let host = &mut self.hosts[h as usize];
         host.tx_armed = false;
@@ -878,7 +878,7 @@ impl Fastpass {
         let host = &mut self.hosts[h as usize];
         if let Some(&(t, _, _)) = host.tx.front() {
             host.tx_armed = true;
-            sched.schedule(t, Event::FastpassSend(h));
+            sched.at(t, Event::FastpassSend(h));
         }
     }
 
@@ -894,7 +894,7 @@ impl Fastpass {
         now: Time,
         net: &mut Network,
         pool: &mut PacketPool,
-        sched: &mut Scheduler<Event>,
+        sched: &mut impl WorldSched,
     ) {
         let wire = wire_bytes(payload);
         self.counters.control_wire_bytes += u64::from(wire);

@@ -47,6 +47,7 @@ mod fastpass;
 mod ideal;
 mod results;
 mod scenario;
+pub mod split;
 pub mod trace;
 mod world;
 

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Scheduler, Time, splitmix};
+use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Schedule, Scheduler, Time, splitmix};
 use dcsim_metrics::SampleSpill;
 use dcsim_metrics::maxmin::{MaxMin, Slot};
 use dcsim_net::{
@@ -60,6 +60,22 @@ impl From<NetEvent> for Event {
 impl From<FlowEvent> for Event {
     fn from(e: FlowEvent) -> Self {
         Self::Flow(e)
+    }
+}
+
+/// What the world's handlers create their events on: the [`Scheduler`] of a one-thread
+/// run, or a part's output in a run split between threads (`crate::split`).
+pub(crate) trait WorldSched:
+    Schedule<Event> + Schedule<NetEvent> + Schedule<FlowEvent>
+{
+    /// Whether no event is pending: samplers stop then in a run without an end.
+    fn is_idle(&self) -> bool;
+}
+
+impl WorldSched for Scheduler<Event> {
+    #[inline]
+    fn is_idle(&self) -> bool {
+        self.is_empty()
     }
 }
 
@@ -215,8 +231,8 @@ pub struct World {
     pub(crate) occupancy: Option<Occupancy>,
     pub(crate) tracer: Option<Tracer>,
     pub(crate) event_log: Option<Box<EventLog>>,
-    events: u64,
-    wall_seconds: f64,
+    pub(crate) events: u64,
+    pub(crate) wall_seconds: f64,
 }
 
 /// Queue-length samples of every switch port, by tier (`"leaf->spine"`: the port's node's
@@ -470,20 +486,39 @@ impl World {
         progress: &mut dyn FnMut(&RunProgress) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let wall = Instant::now();
-        let mut flow = ControlFlow::Continue(());
         let end = t.min(self.end.unwrap_or(Time::MAX));
+        // The handlers take the scheduler as an argument ([`WorldSched`]), so that a split
+        // run can hand them a part's output instead: it is out of `self` for the loop.
+        let mut sched = std::mem::replace(&mut self.sched, Scheduler::new());
+        let (flow, events) = self.event_loop(&mut sched, end, progress);
+        self.sched = sched;
+        self.collect_trace(self.sched.now());
+        self.events += events;
+        self.wall_seconds += wall.elapsed().as_secs_f64();
+        flow
+    }
+
+    /// Handles the events of `sched` up to `end`; returns how it stopped and the number of
+    /// events handled.
+    fn event_loop(
+        &mut self,
+        sched: &mut Scheduler<Event>,
+        end: Time,
+        progress: &mut dyn FnMut(&RunProgress) -> ControlFlow<()>,
+    ) -> (ControlFlow<()>, u64) {
+        let mut flow = ControlFlow::Continue(());
         let mut events: u64 = 0;
-        while let Some((now, ev)) = self.sched.pop_until(end) {
+        while let Some((now, ev)) = sched.pop_until(end) {
             // With more than a few dozen pending events, the packet of the next arrival is
             // rarely still in the L1 cache: start loading it now (fat-tree benchmark +5 %;
             // below the threshold the check costs more than it saves). With thousands, the
             // ports no longer fit in the L2 cache either: look two events ahead, so that the
             // next arrival's packet is in cache in time to find the port it will leave by.
-            let pending = self.sched.len();
+            let pending = sched.len();
             if pending >= PREFETCH_MIN_PENDING {
-                self.prefetch(pending);
+                self.prefetch(sched, pending);
             }
-            self.dispatch(now, ev);
+            self.dispatch(sched, now, ev);
             events += 1;
             if events & 0xFFFF == 0 {
                 // A packet trace takes the network's copies here and at the end of the call:
@@ -500,10 +535,7 @@ impl World {
                 }
             }
         }
-        self.collect_trace(self.sched.now());
-        self.events += events;
-        self.wall_seconds += wall.elapsed().as_secs_f64();
-        flow
+        (flow, events)
     }
 
     /// Ends the run at the scenario's end (or the last event of a drained run) and returns
@@ -527,9 +559,9 @@ impl World {
     /// at k = 24, per hop: the NIC alone 1.05× faster, the flow's entry on top of it 1.10×,
     /// both against neither 1.07× (in another hour).
     #[inline]
-    fn prefetch(&self, pending: usize) {
+    fn prefetch(&self, sched: &Scheduler<Event>, pending: usize) {
         if pending >= DEEP_PREFETCH_MIN_PENDING {
-            let (next, after) = self.sched.likely_next_two();
+            let (next, after) = sched.likely_next_two();
             if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = next
                 && self
                     .net
@@ -541,7 +573,7 @@ impl World {
             if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = after {
                 self.net.prefetch_arrival_early(p, pkt, &self.pool);
             }
-        } else if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = self.sched.likely_next() {
+        } else if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = sched.likely_next() {
             self.net.prefetch_arrival(p, pkt, &self.pool);
         }
     }
@@ -565,17 +597,17 @@ impl World {
     }
 
     #[inline]
-    fn dispatch(&mut self, now: Time, ev: Event) {
+    pub(crate) fn dispatch<S: WorldSched>(&mut self, sched: &mut S, now: Time, ev: Event) {
         match ev {
             Event::Net(NetEvent::LinkArrive(p, _)) => {
                 let mut cx = NetCx {
                     now,
                     pool: &mut self.pool,
-                    sched: &mut self.sched,
+                    sched,
                 };
                 if let Some((host, pkt)) = self.net.on_link_arrive(p, &mut cx) {
                     if self.fastpass.is_some() && self.pool.get(pkt).flow == FCP_FLOW {
-                        self.on_control_packet(host, pkt, now);
+                        self.on_control_packet(sched, host, pkt, now);
                         return;
                     }
                     let logged = match &mut self.event_log {
@@ -586,7 +618,7 @@ impl World {
                         now,
                         pool: &mut self.pool,
                         net: &mut self.net,
-                        sched: &mut self.sched,
+                        sched,
                     };
                     self.flows.on_packet(host, pkt, &mut fcx);
                     if let Some(o) = &mut self.oracle {
@@ -601,14 +633,14 @@ impl World {
                 let mut cx = NetCx {
                     now,
                     pool: &mut self.pool,
-                    sched: &mut self.sched,
+                    sched,
                 };
                 if let Some(host) = self.net.on_port_ready(p, &mut cx) {
                     let mut fcx = FlowCx {
                         now,
                         pool: &mut self.pool,
                         net: &mut self.net,
-                        sched: &mut self.sched,
+                        sched,
                     };
                     self.flows.on_nic_ready(host, &mut fcx);
                 }
@@ -618,24 +650,24 @@ impl World {
                     now,
                     pool: &mut self.pool,
                     net: &mut self.net,
-                    sched: &mut self.sched,
+                    sched,
                 };
                 self.flows.on_timer(f, key, generation, &mut fcx);
                 if self.event_log.is_some() {
                     self.log_flow(now, f);
                 }
             }
-            other => self.dispatch_rare(now, other),
+            other => self.dispatch_rare(sched, now, other),
         }
     }
 
     /// Events that are not per packet: kept out of [`World::dispatch`] so that the packet
     /// path stays small enough to inline.
     #[inline(never)]
-    fn dispatch_rare(&mut self, now: Time, ev: Event) {
+    fn dispatch_rare<S: WorldSched>(&mut self, sched: &mut S, now: Time, ev: Event) {
         match ev {
-            Event::Flow(FlowEvent::Start(f)) => self.start_flow(f, now),
-            Event::Sample => self.sample(now),
+            Event::Flow(FlowEvent::Start(f)) => self.start_flow(sched, f, now),
+            Event::Sample => self.sample(sched, now),
             Event::Probe => {
                 if let Some(c) = &mut self.controller {
                     c.probe(now, &self.net, &self.flows);
@@ -643,9 +675,9 @@ impl World {
                     if delay == Dur::ZERO {
                         c.apply(now, &mut self.net);
                     } else {
-                        self.sched.schedule(now + delay, Event::ControlApply);
+                        sched.at(now + delay, Event::ControlApply);
                     }
-                    self.sched.schedule(now + every, Event::Probe);
+                    sched.at(now + every, Event::Probe);
                 }
             }
             Event::ControlApply => {
@@ -655,12 +687,12 @@ impl World {
             }
             Event::FastpassTick => {
                 if let Some(fp) = &mut self.fastpass {
-                    fp.on_tick(now, &mut self.net, &mut self.pool, &mut self.sched);
+                    fp.on_tick(now, &mut self.net, &mut self.pool, sched);
                 }
             }
             Event::FastpassHost(h) => {
                 if let Some(fp) = &mut self.fastpass {
-                    fp.on_host_timer(h, now, &mut self.net, &mut self.pool, &mut self.sched);
+                    fp.on_host_timer(h, now, &mut self.net, &mut self.pool, sched);
                 }
             }
             Event::FastpassSend(h) => {
@@ -671,12 +703,12 @@ impl World {
                         &mut self.flows,
                         &mut self.net,
                         &mut self.pool,
-                        &mut self.sched,
+                        sched,
                     );
                 }
             }
-            Event::QueueSample => self.sample_queues(now),
-            Event::Generate(i) => self.generate(i as usize, now),
+            Event::QueueSample => self.sample_queues(sched, now),
+            Event::Generate(i) => self.generate(sched, i as usize, now),
             Event::WindowStart => self.begin_window(now),
             Event::Net(_) | Event::Flow(FlowEvent::Timer(..)) => {
                 unreachable!("per-packet events are dispatched inline")
@@ -687,7 +719,13 @@ impl World {
     /// A Fastpass control packet arrived at `host`.
     #[cold]
     #[inline(never)]
-    fn on_control_packet(&mut self, host: HostId, pkt: PacketId, now: Time) {
+    fn on_control_packet<S: WorldSched>(
+        &mut self,
+        sched: &mut S,
+        host: HostId,
+        pkt: PacketId,
+        now: Time,
+    ) {
         let packet = *self.pool.get(pkt);
         self.pool.free(pkt);
         if let Some(fp) = &mut self.fastpass {
@@ -698,7 +736,7 @@ impl World {
                 &mut self.flows,
                 &mut self.net,
                 &mut self.pool,
-                &mut self.sched,
+                sched,
             );
         }
     }
@@ -706,14 +744,14 @@ impl World {
     /// Creates and starts every flow of source `i` that starts at `now`, then schedules the
     /// source's next start: one pending event per source, so memory stays flat however
     /// many flows a pattern makes.
-    fn generate(&mut self, i: usize, now: Time) {
+    fn generate<S: WorldSched>(&mut self, sched: &mut S, i: usize, now: Time) {
         loop {
             let (src, transport) = &mut self.sources[i];
             let Some(start) = src.peek_start().map(Time::from_dur) else {
                 return;
             };
             if start > now {
-                self.sched.schedule(start, Event::Generate(i as u32));
+                sched.at(start, Event::Generate(i as u32));
                 return;
             }
             let f = src.next().expect("peeked");
@@ -725,7 +763,7 @@ impl World {
                 stop: f.stop.map(Time::from_dur),
                 transport: *transport,
             });
-            self.start_flow(id, now);
+            self.start_flow(sched, id, now);
         }
     }
 
@@ -735,7 +773,7 @@ impl World {
     /// # Panics
     /// If a transport that needs symmetric routes got routes that are not each other's
     /// reverse (the scenario check rejects such routing, so this is a bug).
-    fn start_flow(&mut self, f: FlowId, now: Time) {
+    fn start_flow<S: WorldSched>(&mut self, sched: &mut S, f: FlowId, now: Time) {
         let spec = *self.flows.spec(f);
         let transport = self.flows.transport_of(f);
         let format = transport.packet_format();
@@ -779,7 +817,7 @@ impl World {
             now,
             pool: &mut self.pool,
             net: &mut self.net,
-            sched: &mut self.sched,
+            sched,
         };
         self.flows.on_start(f, &info, ideal, &mut fcx);
         if let Some(c) = &mut self.controller {
@@ -791,19 +829,12 @@ impl World {
         if let Some(fp) = &mut self.fastpass
             && matches!(self.flows.transport_of(f), TransportSpec::Fastpass(_))
         {
-            fp.on_flow_start(
-                f,
-                &spec,
-                now,
-                &mut self.net,
-                &mut self.pool,
-                &mut self.sched,
-            );
+            fp.on_flow_start(f, &spec, now, &mut self.net, &mut self.pool, sched);
         }
         self.log_flow(now, f);
     }
 
-    fn sample_queues(&mut self, now: Time) {
+    fn sample_queues<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
         let Some(o) = self.occupancy.as_mut() else {
             return;
         };
@@ -813,8 +844,8 @@ impl World {
         }
         let next = now + o.every;
         // In a drained run, stop sampling once nothing else is left to happen.
-        if !self.sched.is_empty() && self.end.is_none_or(|e| next <= e) {
-            self.sched.schedule(next, Event::QueueSample);
+        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
+            sched.at(next, Event::QueueSample);
         }
     }
 
@@ -858,7 +889,7 @@ impl World {
         self.spill_time_series_in(parent.unwrap_or(std::path::Path::new(".")));
     }
 
-    fn sample(&mut self, now: Time) {
+    fn sample<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
         let Some(s) = self.sampler.as_mut() else {
             return;
         };
@@ -894,8 +925,8 @@ impl World {
         }
         let next = now + s.every;
         // In a drained run, stop sampling once nothing else is left to happen.
-        if !self.sched.is_empty() && self.end.is_none_or(|e| next <= e) {
-            self.sched.schedule(next, Event::Sample);
+        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
+            sched.at(next, Event::Sample);
         }
     }
 }

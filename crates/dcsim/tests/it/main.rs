@@ -9,6 +9,7 @@ mod events;
 mod fastpass;
 mod oracle;
 mod scenario;
+mod split;
 mod trace;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,107 @@
+//! What the parallel engine's parts cost dcsim's network before any split: a scenario run
+//! on its own scheduler (`World::run`) and as the one part of the engine's reference order
+//! and of its threads (`World::run_on_engine`), in alternating rounds, with the wall time
+//! per event of each and a check that all three give the same digest.
+//!
+//! ```text
+//! cargo run --release -p dcsim --example enginecost -- SCENARIO [ROUNDS] [--set KEY=VALUE]...
+//!     [--only scheduler|reference|threads]
+//! ```
+//!
+//! Outputs the engine refuses (time series, queue occupancy, packet traces) are dropped.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use dcsim::split::Engine;
+use dcsim::{Results, ScenarioSpec, World};
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut file = None;
+    let mut rounds = 3usize;
+    let mut sets = Vec::new();
+    let mut only: Option<String> = None;
+    while let Some(a) = args.next() {
+        if a == "--only" {
+            only = args.next();
+        } else if a == "--set" {
+            let Some(s) = args.next() else {
+                eprintln!("--set needs KEY=VALUE");
+                return ExitCode::FAILURE;
+            };
+            sets.push(s);
+        } else if file.is_none() {
+            file = Some(a);
+        } else if let Ok(n) = a.parse() {
+            rounds = n;
+        } else {
+            eprintln!("unexpected argument {a:?}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let Some(file) = file else {
+        eprintln!(
+            "usage: enginecost SCENARIO [ROUNDS] [--set KEY=VALUE]... \
+             [--only scheduler|reference|threads]"
+        );
+        return ExitCode::FAILURE;
+    };
+    let build = || -> Result<World, String> {
+        let mut spec =
+            ScenarioSpec::load(std::path::Path::new(&file), &sets).map_err(|e| e.to_string())?;
+        spec.output.timeseries = None;
+        spec.output.queue_occupancy = None;
+        spec.output.trace = None;
+        let scenario = spec.build(&file).map_err(|e| e.to_string())?;
+        World::new(scenario).map_err(|e| e.to_string())
+    };
+    println!("round  scheduler ns/ev  reference ns/ev  threads ns/ev  events  same digest");
+    for round in 0..rounds {
+        let mut figures = Vec::new();
+        let mut digests = Vec::new();
+        let mut events = 0;
+        for (name, engine) in [
+            ("scheduler", None),
+            ("reference", Some(Engine::Reference)),
+            ("threads", Some(Engine::Threads)),
+        ] {
+            if only.as_deref().is_some_and(|o| o != name) {
+                figures.push(f64::NAN);
+                continue;
+            }
+            let mut w = match build() {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let start = Instant::now();
+            let stats = match engine {
+                None => w.run(&mut |_| {}),
+                Some(e) => match w.run_on_engine(e) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("{e}");
+                        return ExitCode::FAILURE;
+                    }
+                },
+            };
+            let secs = start.elapsed().as_secs_f64();
+            events = stats.events;
+            figures.push(secs * 1e9 / stats.events.max(1) as f64);
+            digests.push(Results::collect(&mut w).digest().to_string());
+        }
+        let same = digests.windows(2).all(|d| d[0] == d[1]);
+        println!(
+            "{round:>5}  {:>15.1}  {:>15.1}  {:>13.1}  {events:>6}  {same}",
+            figures[0], figures[1], figures[2]
+        );
+        if !same {
+            eprintln!("digests differ: {digests:?}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
