@@ -30,7 +30,7 @@ mod timer;
 pub mod units;
 
 pub use rng::{Rng, RngTree, splitmix, stable_hash};
-pub use sched::{SchedStats, Schedule, Scheduler};
+pub use sched::{SchedStats, Schedule, Scheduler, Upcoming};
 pub use time::{Dur, Rate, Time};
 pub use timer::{TimerFire, TimerTable};
 pub use units::ByteSize;

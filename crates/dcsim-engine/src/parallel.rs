@@ -63,7 +63,7 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(doc)]
 use crate::Scheduler;
 use crate::sched::QuadHeap;
-use crate::{Dur, Time};
+use crate::{Dur, Time, Upcoming};
 
 /// One part of a model split for a parallel run.
 pub trait Part: Send {
@@ -87,6 +87,32 @@ pub trait Part: Send {
     /// ([`Out::reserve`]), and at least the look-ahead after the sending handler.
     fn receive(&mut self, msg: &Self::Message, late: &mut Late<Self::Event>) {
         let _ = (msg, late);
+    }
+    /// Called in a parallel run right before each event is handled, with the part's events
+    /// most likely handled after it ([`Upcoming`]), so that it can start loading their data
+    /// (as a one-thread run loop does from its [`Scheduler`]). The default does nothing.
+    #[inline]
+    fn prefetch(&self, upcoming: &Ahead<'_, Self::Event>) {
+        let _ = upcoming;
+    }
+}
+
+/// A part's pending events as [`Part::prefetch`] sees them.
+pub struct Ahead<'a, E> {
+    heap: &'a Heap<E>,
+}
+
+impl<E: Copy> Upcoming<E> for Ahead<'_, E> {
+    #[inline]
+    fn pending(&self) -> usize {
+        self.heap.q.len() - usize::from(self.heap.root_popped)
+    }
+    #[inline]
+    fn likely_next_two(&self) -> (Option<E>, Option<E>) {
+        if !self.heap.root_popped {
+            return (None, None);
+        }
+        self.heap.q.likely_next_two()
     }
 }
 
@@ -1117,6 +1143,7 @@ impl<P: Part> Worker<'_, P> {
             self.out.now = Time(t);
             self.out.part = self.p as u32;
             self.out.next = self.count;
+            self.part.prefetch(&Ahead { heap: &self.heap });
             self.part.handle(Time(t), ev, &mut self.out);
             self.count = self.out.next;
             for (q, at, c, e) in self.out.buf.drain(..) {
@@ -2504,6 +2531,60 @@ mod tests {
         for (a, b) in one.iter().zip(&many) {
             assert_eq!(a.trace, b.trace);
         }
+    }
+
+    /// Checks each event against the hint it was given before the event before it: exact
+    /// here, since its handlers create nothing that could come first. `prefetch` takes
+    /// `&self`, so the hint goes through a thread-local cell.
+    struct Hints {
+        /// The hint for the event to come, and the events then pending.
+        hint: Option<Option<u32>>,
+        pending: usize,
+        checked: usize,
+    }
+    thread_local! {
+        static HINT: std::cell::Cell<(Option<u32>, usize)> =
+            const { std::cell::Cell::new((None, usize::MAX)) };
+    }
+    impl Part for Hints {
+        type Event = u32;
+        type Message = ();
+        fn handle(&mut self, _: Time, ev: u32, _: &mut Out<u32>) {
+            if let Some(h) = self.hint {
+                assert_eq!(h, Some(ev), "the hint named another event");
+                self.checked += 1;
+            }
+            let (hint, pending) = HINT.with(std::cell::Cell::get);
+            assert!(pending < self.pending, "pending events must fall");
+            (self.hint, self.pending) = (Some(hint), pending);
+        }
+        fn prefetch(&self, upcoming: &Ahead<'_, u32>) {
+            HINT.with(|c| c.set((upcoming.likely_next(), upcoming.pending())));
+        }
+    }
+
+    #[test]
+    fn a_part_is_told_the_events_it_will_handle_next() {
+        let mut times: Vec<u64> = (0..200).map(|i| (i * 7919) % 1000).collect();
+        times.sort_unstable();
+        times.dedup();
+        // Scheduled in a scrambled order, handled in the order of time.
+        times.sort_by_key(|&t| (t * 31) % 997);
+        let init: Vec<_> = times
+            .iter()
+            .map(|&t| (0, Time(t), u32::try_from(t).unwrap()))
+            .collect();
+        let mut parts = [Hints {
+            hint: None,
+            pending: usize::MAX,
+            checked: 0,
+        }];
+        let stats = run_parallel(&mut parts, &init, Time::MAX, Dur(10), None).unwrap();
+        assert_eq!(stats.events, init.len() as u64);
+        // Every event but the first was checked, and the last was told of none after it.
+        assert_eq!(parts[0].checked, init.len() - 1);
+        assert_eq!(parts[0].hint, Some(None));
+        assert_eq!(parts[0].pending, 0);
     }
 
     proptest! {

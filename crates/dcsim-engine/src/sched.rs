@@ -36,6 +36,21 @@ pub trait Schedule<E> {
     fn at(&mut self, at: Time, ev: E);
 }
 
+/// The events a run loop will most likely handle next, for prefetching their data while
+/// the current one is handled: hints, which an event scheduled by the current handler can
+/// make wrong. Both [`Scheduler`] and the parts of a parallel run
+/// ([`crate::parallel::Part::prefetch`]) offer them.
+pub trait Upcoming<E> {
+    /// Events pending, not counting the one being handled.
+    fn pending(&self) -> usize;
+    /// The event most likely handled next.
+    fn likely_next(&self) -> Option<E> {
+        self.likely_next_two().0
+    }
+    /// The events most likely handled next and after it.
+    fn likely_next_two(&self) -> (Option<E>, Option<E>);
+}
+
 /// Counters that are the first thing to read when performance changes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SchedStats {
@@ -176,6 +191,34 @@ impl<K: HeapKey, E: Copy> QuadHeap<K, E> {
         self.evs.clear();
         self.keys.clear();
         self.keys.extend([K::PAD; 5]);
+    }
+
+    /// With the root being the event just popped: the earliest of its children and the
+    /// runner-up (the earliest of the other three children and the first one's own
+    /// children), the events most likely popped next and after it.
+    #[inline]
+    pub(crate) fn likely_next_two(&self) -> (Option<E>, Option<E>) {
+        let keys = &self.keys;
+        let Some(k) = keys.get(1..5) else {
+            return (None, None);
+        };
+        let a = usize::from(k[1] < k[0]);
+        let b = 2 + usize::from(k[3] < k[2]);
+        let (m, other) = if k[b] < k[a] { (b, a) } else { (a, b) };
+        // The runner-up: the loser of the other pair, the winner of the other pair, or the
+        // best child of the next event's node.
+        let loser = if k[m ^ 1] < k[other] { m ^ 1 } else { other };
+        let mut second = (k[loser], 1 + loser);
+        let first_child = 4 * (1 + m) + 1;
+        if let Some(g) = keys.get(first_child..first_child + 4) {
+            for (i, &key) in g.iter().enumerate() {
+                if key < second.0 {
+                    second = (key, first_child + i);
+                }
+            }
+        }
+        let evs = &self.evs;
+        (evs.get(1 + m).copied(), evs.get(second.1).copied())
     }
 
     /// The keys of the pending events, to be rewritten in place by a map that keeps their
@@ -489,27 +532,7 @@ impl<E: Copy> Scheduler<E> {
         if !self.root_popped {
             return (None, None);
         }
-        let keys = &self.heap.keys;
-        let Some(k) = keys.get(1..5) else {
-            return (None, None);
-        };
-        let a = usize::from(k[1] < k[0]);
-        let b = 2 + usize::from(k[3] < k[2]);
-        let (m, other) = if k[b] < k[a] { (b, a) } else { (a, b) };
-        // The runner-up: the loser of the other pair, the winner of the other pair, or the
-        // best child of the next event's node.
-        let loser = if k[m ^ 1] < k[other] { m ^ 1 } else { other };
-        let mut second = (k[loser], 1 + loser);
-        let first_child = 4 * (1 + m) + 1;
-        if let Some(g) = keys.get(first_child..first_child + 4) {
-            for (i, &key) in g.iter().enumerate() {
-                if key < second.0 {
-                    second = (key, first_child + i);
-                }
-            }
-        }
-        let evs = &self.heap.evs;
-        (evs.get(1 + m).copied(), evs.get(second.1).copied())
+        self.heap.likely_next_two()
     }
 
     /// Records that the event just popped was stale (for [`SchedStats::stale`]).
@@ -544,6 +567,21 @@ impl<E, T: From<E> + Copy> Schedule<E> for Scheduler<T> {
     #[inline]
     fn at(&mut self, at: Time, ev: E) {
         self.schedule(at, T::from(ev));
+    }
+}
+
+impl<E: Copy> Upcoming<E> for Scheduler<E> {
+    #[inline]
+    fn pending(&self) -> usize {
+        self.len()
+    }
+    #[inline]
+    fn likely_next(&self) -> Option<E> {
+        Scheduler::likely_next(self)
+    }
+    #[inline]
+    fn likely_next_two(&self) -> (Option<E>, Option<E>) {
+        Scheduler::likely_next_two(self)
     }
 }
 

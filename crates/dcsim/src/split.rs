@@ -14,7 +14,7 @@ use std::time::Instant;
 
 #[cfg(doc)]
 use dcsim_engine::Scheduler;
-use dcsim_engine::parallel::{Out, Part, run_parallel, run_sequential};
+use dcsim_engine::parallel::{Ahead, Out, Part, run_parallel, run_sequential};
 use dcsim_engine::{Dur, SchedStats, Schedule, Time};
 
 use crate::world::{Event, RunStats, World, WorldSched};
@@ -70,6 +70,11 @@ impl Part for WorldPart<'_> {
             part: self.part,
         };
         self.world.dispatch(&mut sched, now, ev);
+    }
+
+    #[inline]
+    fn prefetch(&self, upcoming: &Ahead<'_, Event>) {
+        self.world.prefetch(upcoming);
     }
 }
 
