@@ -220,12 +220,6 @@ impl<K: HeapKey, E: Copy> QuadHeap<K, E> {
         let evs = &self.evs;
         (evs.get(1 + m).copied(), evs.get(second.1).copied())
     }
-
-    /// The keys of the pending events, to be rewritten in place by a map that keeps their
-    /// order.
-    pub(crate) fn keys_mut(&mut self) -> &mut [K] {
-        &mut self.keys[..self.evs.len()]
-    }
 }
 
 /// An event too far ahead for the heap's key: ordered by `(time, seq)`, earliest first
@@ -503,6 +497,42 @@ impl<E: Copy> Scheduler<E> {
         self.pop()
     }
 
+    /// The earliest pending event, left pending.
+    #[inline]
+    pub(crate) fn peek(&mut self) -> Option<(Time, E)> {
+        self.settle();
+        if self.heap.len() == 0 {
+            let t = self.far.peek()?.time();
+            self.renumber(t);
+        }
+        let (key, ev) = self.heap.peek()?;
+        Some((Time(self.epoch.0 + (key >> self.rank_bits)), ev))
+    }
+
+    /// Pops the event that [`Scheduler::peek`] just returned, at `t`, its time (no other
+    /// call in between).
+    #[inline]
+    pub(crate) fn pop_peeked(&mut self, t: Time) {
+        debug_assert!(!self.root_popped && self.heap.len() > 0);
+        self.root_popped = true;
+        self.stats.pops += 1;
+        self.now = t;
+    }
+
+    /// Rewrites every pending event in place with `f`, which must not change their order
+    /// (it depends only on their times and the order of scheduling).
+    pub(crate) fn events_mut(&mut self, mut f: impl FnMut(&mut E)) {
+        self.settle();
+        self.heap.evs.iter_mut().for_each(&mut f);
+        if !self.far.is_empty() {
+            let mut far = std::mem::take(&mut self.far).into_vec();
+            for x in &mut far {
+                f(&mut x.ev);
+            }
+            self.far = far.into();
+        }
+    }
+
     /// The time of the earliest pending event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Time> {
@@ -577,11 +607,11 @@ impl<E: Copy> Upcoming<E> for Scheduler<E> {
     }
     #[inline]
     fn likely_next(&self) -> Option<E> {
-        Scheduler::likely_next(self)
+        Self::likely_next(self)
     }
     #[inline]
     fn likely_next_two(&self) -> (Option<E>, Option<E>) {
-        Scheduler::likely_next_two(self)
+        Self::likely_next_two(self)
     }
 }
 

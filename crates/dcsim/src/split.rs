@@ -1,12 +1,12 @@
 //! A world run on the exact-order parallel engine (`dcsim_engine::parallel`, ADR 0009 and
 //! ADR 0010), the first step of splitting the network between threads.
 //!
-//! The world's handlers create their events on whatever they are given ([`WorldSched`]):
+//! The world's handlers create their events on whatever they are given (`WorldSched`):
 //! the [`Scheduler`] of [`World::run`], or here a part's output ([`Out`]). This module runs
 //! a whole world as the one part of the engine's reference order ([`run_sequential`]) or
 //! of its threads ([`run_parallel`]), and its tests check that both give the flow and port
 //! tables of the one-thread run byte for byte. What it measures is what the engine's
-//! parts cost the real network before any split: their 128-bit heap keys, the buffer every
+//! parts cost the real network before any split: their heaps, the buffer every
 //! new event goes through, the windows and their numbering. The network is not split yet:
 //! one part holds all of it, so a run on threads uses one.
 
