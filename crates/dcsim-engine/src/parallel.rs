@@ -525,11 +525,16 @@ impl<E: Copy> Heap<E> {
             self.q.push(key, ev);
         }
     }
-    /// The key of the earliest event.
+    /// The earliest event, left pending.
     #[inline]
-    fn peek_key(&mut self) -> Option<u128> {
+    fn peek(&mut self) -> Option<(u128, E)> {
         self.settle();
-        self.q.peek().map(|(k, _)| k)
+        self.q.peek()
+    }
+    /// Pops the event that [`Heap::peek`] just returned.
+    #[inline]
+    fn pop_peeked(&mut self) {
+        self.root_popped = true;
     }
     /// The earliest event, left in the root until the next operation.
     fn pop(&mut self) -> Option<(u128, E)> {
@@ -577,16 +582,25 @@ impl<E: Copy> PartHeap<E> {
             (a, b) => a.or(b),
         }
     }
-    /// The earliest event, as `(time << 64 | number, event)`.
+    /// The earliest event, left pending: `(time << 64 | number, event, whether it is the
+    /// part's own)`. [`PartHeap::pop_first`] pops it.
     #[inline]
-    fn pop(&mut self) -> Option<(u128, E)> {
-        let foreign = self.foreign.peek_key();
+    fn first(&mut self) -> Option<(u128, E, bool)> {
+        let foreign = self.foreign.peek();
         match self.own.peek() {
-            Some((t, (ev, num))) if foreign.is_none_or(|f| key(t.0, num) < f) => {
-                self.own.pop_peeked(t);
-                Some((key(t.0, num), ev))
+            Some((t, (ev, num))) if foreign.is_none_or(|(f, _)| key(t.0, num) < f) => {
+                Some((key(t.0, num), ev, true))
             }
-            _ => self.foreign.pop(),
+            _ => foreign.map(|(k, ev)| (k, ev, false)),
+        }
+    }
+    /// Pops the event with key `k` that [`PartHeap::first`] just returned.
+    #[inline]
+    fn pop_first(&mut self, k: u128, own: bool) {
+        if own {
+            self.own.pop_peeked(Time((k >> 64) as u64));
+        } else {
+            self.foreign.pop_peeked();
         }
     }
     /// Gives every own event that `numbers` numbers its global number. The map keeps the
@@ -1166,7 +1180,8 @@ impl<P: Part> Worker<'_, P> {
         // The creation time of the next expected event (`u64::MAX` if none).
         let mut expected_at = self.next_expected();
         loop {
-            let next = self.heap.peek_time();
+            let first = self.heap.first();
+            let next = first.map(|f| (f.0 >> 64) as u64);
             // An expected event takes its count once the part's handling has passed the
             // time of its creation: after the part's own events created before, and after
             // all of its own events at that very time, whose numbers the creating part may
@@ -1182,13 +1197,13 @@ impl<P: Part> Worker<'_, P> {
                 expected_at = self.next_expected();
                 continue;
             }
-            let Some(t) = next else { break };
+            let Some((k, ev, own)) = first else { break };
+            let (t, num) = ((k >> 64) as u64, k as u64);
             if t >= end || self.log.error.is_some() {
                 break;
             }
+            self.heap.pop_first(k, own);
             let log = &mut self.log;
-            let (k, ev) = self.heap.pop().expect("peeked");
-            let (t, num) = ((k >> 64) as u64, k as u64);
             log.log.push((t, num, self.count));
             // Windows are shorter than 2³² ps; one that created 2³² events would be a bug.
             debug_assert!(self.count - log.base <= u64::from(u32::MAX));
