@@ -482,10 +482,10 @@ pub enum ParallelError {
 /// The bit that marks a provisional number (global numbers stay below it).
 const PROVISIONAL: u64 = 1 << 63;
 
-/// The scheduler's 4-ary heap, on keys `time << 64 | number` whose numbers can be
-/// rewritten in place by an order-preserving map. As in [`Scheduler`], a popped event
-/// stays in the root until the next operation, so that the handler's first new event
-/// replaces it with one descent.
+/// The scheduler's 4-ary heap, on keys `time << 64 | number`: the reference run's, and a
+/// part's for events with global numbers ([`PartHeap`]). As in [`Scheduler`], a popped
+/// event stays in the root until the next operation, so that the handler's first new
+/// event replaces it with one descent.
 struct Heap<E> {
     q: QuadHeap<u128, E>,
     /// Whether the root is the event last popped.
@@ -548,7 +548,7 @@ impl<E: Copy> Heap<E> {
 /// A part's pending events in two heaps. Those it created itself (and the run's first
 /// events) are in one [`Scheduler`], each with its number: at equal times the scheduler
 /// orders them as they were scheduled, which is the order of their numbers, so its 64-bit
-/// keys suffice (128-bit keys cost the heap's descent about 40 % more, ADR 0010). Events
+/// keys suffice (6–7 ns per event less than 128-bit keys in dcsim's network, ADR 0010). Events
 /// from other parts and late events come with global numbers that fall between the part's
 /// own, and wait on a heap of `(time, number)` keys. The earlier of the two heads goes
 /// first.

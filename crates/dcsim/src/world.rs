@@ -551,10 +551,11 @@ impl World {
     }
 
     /// The run loop's look-ahead, from [`PREFETCH_MIN_PENDING`] pending events on (on the
-    /// world's scheduler or a part's heap in a split run). Two events ahead, a packet that will reach a host also has its flow's entry
-    /// prefetched, as well as the host's NIC. In 12 alternating pairs of `bench --quick`
-    /// at k = 24, per hop: the NIC alone 1.05× faster, the flow's entry on top of it 1.10×,
-    /// both against neither 1.07× (in another hour).
+    /// world's scheduler or a part's heap in a split run). Two events ahead, a packet that
+    /// will reach a host also has its flow's entry prefetched, as well as the host's NIC.
+    /// In 12 alternating pairs of `bench --quick` at k = 24, per hop: the NIC alone 1.05×
+    /// faster, the flow's entry on top of it 1.10×, both against neither 1.07× (in another
+    /// hour).
     #[inline]
     pub(crate) fn prefetch<U: Upcoming<Event>>(&self, sched: &U) {
         let pending = sched.pending();
