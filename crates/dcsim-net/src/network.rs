@@ -222,6 +222,10 @@ impl Network {
         &self.rules
     }
 
+    /// Number of nodes, hosts and switches.
+    pub fn num_nodes(&self) -> usize {
+        self.nodes.len()
+    }
     /// Number of hosts.
     pub fn num_hosts(&self) -> usize {
         self.hosts.len()
@@ -293,6 +297,23 @@ impl Network {
     /// Packet-hops so far: packets (of any class) that crossed a link.
     pub fn hops(&self) -> u64 {
         self.hops
+    }
+    /// Takes over from `other`, a copy of this network that ran another part of a split
+    /// run, the ports `owned` chooses (the ports of that part's nodes: their queues, links
+    /// and counters), and adds its packet-hops. Both networks must be built from one
+    /// graph.
+    pub fn take_ports_from(&mut self, other: &mut Self, mut owned: impl FnMut(PortId) -> bool) {
+        assert_eq!(
+            self.ports.len(),
+            other.ports.len(),
+            "networks of different graphs"
+        );
+        for (i, (mine, theirs)) in self.ports.iter_mut().zip(&mut other.ports).enumerate() {
+            if owned(PortId::new(i)) {
+                std::mem::swap(mine, theirs);
+            }
+        }
+        self.hops += other.hops;
     }
     /// Memory held by interned routes, in port entries.
     pub fn route_entries(&self) -> usize {

@@ -184,6 +184,8 @@ pub struct PacketPool {
     free: Vec<PacketId>,
     allocated: u64,
     freed: u64,
+    /// Slots used by the pools of the other parts of a split run ([`PacketPool::add_counts`]).
+    slots_elsewhere: usize,
     #[cfg(debug_assertions)]
     live: Vec<bool>,
 }
@@ -255,9 +257,19 @@ impl PacketPool {
     pub fn live(&self) -> u64 {
         self.allocated - self.freed
     }
-    /// Slots ever used (the peak number of simultaneously live packets).
+    /// Slots ever used (the peak number of simultaneously live packets). After
+    /// [`PacketPool::add_counts`], the sum of the parts' peaks: at least the whole
+    /// network's, which a split run does not know.
     pub fn capacity_used(&self) -> usize {
-        self.slots.len()
+        self.slots.len() + self.slots_elsewhere
+    }
+    /// Adds the counts of `other`, a pool of another part of the same network in a split
+    /// run: allocated, freed and live become the whole network's, and the peak the sum of
+    /// the parts' peaks (the slots stay each part's own).
+    pub fn add_counts(&mut self, other: &Self) {
+        self.allocated += other.allocated;
+        self.freed += other.freed;
+        self.slots_elsewhere += other.capacity_used();
     }
 }
 

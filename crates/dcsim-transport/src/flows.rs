@@ -248,6 +248,32 @@ impl Flows {
         out.append(&mut self.just_completed);
     }
 
+    /// Takes over from `other`, a copy of this table that ran another part of a split run,
+    /// the flows `owned` chooses (both of whose ends ran in that part: their specs,
+    /// connections and records), and adds its counters of completions, running flows,
+    /// delivered packets and stale timers, which counted only the events of its part.
+    /// Both tables must hold the same flows.
+    ///
+    /// # Panics
+    /// If the tables hold different flows.
+    pub fn take_flows_from(&mut self, other: &mut Self, mut owned: impl FnMut(FlowId) -> bool) {
+        assert_eq!(
+            self.flows.len(),
+            other.flows.len(),
+            "tables of different flows"
+        );
+        for (i, (mine, theirs)) in self.flows.iter_mut().zip(&mut other.flows).enumerate() {
+            assert_eq!(mine.spec, theirs.spec, "tables of different flows");
+            if owned(FlowId::new(i)) {
+                std::mem::swap(mine, theirs);
+            }
+        }
+        self.completed += other.completed;
+        self.active += other.active;
+        self.delivered_pkts += other.delivered_pkts;
+        self.stale_timers += other.stale_timers;
+    }
+
     /// Adds a flow; the caller schedules [`crate::FlowEvent::Start`] at its start time.
     pub fn add(&mut self, spec: FlowSpec) -> FlowId {
         self.flows.push(Flow {

@@ -1,11 +1,12 @@
-//! What the parallel engine's parts cost dcsim's network before any split: a scenario run
-//! on its own scheduler (`World::run`) and as the one part of the engine's reference order
-//! and of its threads (`World::run_on_engine`), in alternating rounds, with the wall time
-//! per event of each and a check that all three give the same digest.
+//! What the parallel engine costs dcsim's network, and what a split gains: a scenario run
+//! on its own scheduler (`World::run`) and on the engine's reference order and its threads
+//! (`World::run_split`, as one part or split by pods into `--parts N`), in alternating
+//! rounds, with the wall time per event of each and a check that all three give the same
+//! digest.
 //!
 //! ```text
 //! cargo run --release -p dcsim --example enginecost -- SCENARIO [ROUNDS] [--set KEY=VALUE]...
-//!     [--only scheduler|reference|threads]
+//!     [--only scheduler|reference|threads] [--parts N]
 //! ```
 //!
 //! Outputs the engine refuses (time series, queue occupancy, packet traces) are dropped.
@@ -22,9 +23,16 @@ fn main() -> ExitCode {
     let mut rounds = 3usize;
     let mut sets = Vec::new();
     let mut only: Option<String> = None;
+    let mut parts = 1usize;
     while let Some(a) = args.next() {
         if a == "--only" {
             only = args.next();
+        } else if a == "--parts" {
+            let Some(n) = args.next().and_then(|n| n.parse().ok()) else {
+                eprintln!("--parts needs a number");
+                return ExitCode::FAILURE;
+            };
+            parts = n;
         } else if a == "--set" {
             let Some(s) = args.next() else {
                 eprintln!("--set needs KEY=VALUE");
@@ -43,7 +51,7 @@ fn main() -> ExitCode {
     let Some(file) = file else {
         eprintln!(
             "usage: enginecost SCENARIO [ROUNDS] [--set KEY=VALUE]... \
-             [--only scheduler|reference|threads]"
+             [--only scheduler|reference|threads] [--parts N]"
         );
         return ExitCode::FAILURE;
     };
@@ -80,7 +88,7 @@ fn main() -> ExitCode {
             let start = Instant::now();
             let stats = match engine {
                 None => w.run(&mut |_| {}),
-                Some(e) => match w.run_on_engine(e) {
+                Some(e) => match w.run_split(e, parts) {
                     Ok(s) => s,
                     Err(e) => {
                         eprintln!("{e}");

@@ -1,21 +1,32 @@
 //! A world run on the exact-order parallel engine (`dcsim_engine::parallel`, ADR 0009 and
-//! ADR 0010), the first step of splitting the network between threads.
+//! ADR 0010): whole, as the engine's one part, or split by pods between parts.
 //!
 //! The world's handlers create their events on whatever they are given (`WorldSched`):
-//! the [`Scheduler`] of [`World::run`], or here a part's output ([`Out`]). This module runs
-//! a whole world as the one part of the engine's reference order ([`run_sequential`]) or
-//! of its threads ([`run_parallel`]), and its tests check that both give the flow and port
-//! tables of the one-thread run byte for byte. What it measures is what the engine's
-//! parts cost the real network before any split: their heaps, the buffer every
-//! new event goes through, the windows and their numbering. The network is not split yet:
-//! one part holds all of it, so a run on threads uses one.
+//! the [`Scheduler`] of [`World::run`], or here a part's output ([`Out`]), which sends
+//! each event to the part that handles it ([`Partition`]: an arrival to the part of the
+//! node the link leads to, a port's wake-up to its own node's, a flow's start and timers
+//! to the part of the end's host). Each part is a whole copy of the world, built from the
+//! same scenario, that handles only the events of its own nodes and flows; after the run,
+//! the first takes over the others' ports and flows, so [`crate::Results::collect`] reads
+//! one world as after [`World::run`]. The tests check that the flow and port tables are
+//! those of the one-thread run byte for byte.
+//!
+//! What is split so far: fat-trees (and other networks with a tier above the edge
+//! switches) by pods, when every flow stays inside one part. Links between parts, which
+//! must carry copies of packets (ADR 0010, items 1 and 2), and flows whose two ends are in
+//! different parts (item 3) are the next steps: until they are built, a run in which a
+//! flow would cross is refused before it starts, naming the flow.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 #[cfg(doc)]
 use dcsim_engine::Scheduler;
 use dcsim_engine::parallel::{Ahead, Out, Part, run_parallel, run_sequential};
-use dcsim_engine::{Dur, SchedStats, Schedule, Time};
+use dcsim_engine::{Dur, SchedStats, Schedule, Time, splitmix};
+use dcsim_net::{FlowId, HostId, NetEvent, Network, NodeId, PortId, RoutingMode};
+use dcsim_transport::endpoint::Side;
+use dcsim_transport::{FlowEvent, Flows};
 
 use crate::world::{Event, RunStats, World, WorldSched};
 
@@ -25,7 +36,7 @@ pub enum Engine {
     /// [`run_sequential`]: the engine's reference order, on the calling thread.
     Reference,
     /// [`run_parallel`]: one thread per part, in windows of half the look-ahead (the
-    /// shortest link delay).
+    /// shortest delay of a link between parts).
     Threads,
 }
 
@@ -35,13 +46,36 @@ pub enum SplitError {
     /// The scenario uses a feature that the engine's runs do not support yet.
     #[error(
         "{feature} cannot run on the parallel engine yet: it reads the whole network at an \
-         instant (ADR 0010, item 5); run without it, or on one thread"
+         instant, or is not split between parts yet (ADR 0010, item 5); run without it, or \
+         on one thread"
     )]
     Unsupported {
         /// The scenario key of the feature.
         feature: &'static str,
     },
-    /// The world has already run.
+    /// The network has no split of the kind asked for.
+    #[error("the network cannot be split into {parts} parts: {reason}")]
+    Unsplittable {
+        /// The number of parts asked for.
+        parts: usize,
+        /// Why not.
+        reason: String,
+    },
+    /// A flow's packets would cross between parts, which is not built yet.
+    #[error(
+        "flow {flow} (host {src} to host {dst}) crosses between the parts: links between \
+         parts are not built yet (ADR 0010, items 1 to 3); keep every flow inside a pod, or \
+         run on one thread"
+    )]
+    Crossing {
+        /// The flow.
+        flow: u32,
+        /// Its source host.
+        src: u32,
+        /// Its destination host.
+        dst: u32,
+    },
+    /// The world has already run, or began a run that failed.
     #[error("the world has already run")]
     AlreadyRun,
     /// The engine refused the run.
@@ -49,11 +83,199 @@ pub enum SplitError {
     Engine(#[from] dcsim_engine::parallel::ParallelError),
 }
 
+/// The part of every node of a network, for a run split between parts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    node_part: Vec<u32>,
+    parts: usize,
+}
+
+impl Partition {
+    /// The whole network as one part.
+    pub fn whole(net: &Network) -> Self {
+        Self {
+            node_part: vec![0; net.num_nodes()],
+            parts: 1,
+        }
+    }
+
+    /// Splits `net` into `parts` parts by pods. A node's tier is its distance in links from
+    /// the nearest host; without the top tier (a fat-tree's core, a leaf-spine's spines),
+    /// the network falls apart into pods, which go to the parts in the order of their
+    /// first node, as many hosts to each part as whole pods allow. The top tier's switches
+    /// are dealt out in order, an equal share to each part. Every link between two parts
+    /// then leads to or from the top tier.
+    ///
+    /// # Errors
+    /// If `parts` is zero, the network has no tier above its edge switches, or it has
+    /// fewer pods than `parts`.
+    pub fn by_pods(net: &Network, parts: usize) -> Result<Self, SplitError> {
+        let fail = |reason: String| SplitError::Unsplittable { parts, reason };
+        if parts == 0 {
+            return Err(fail("a run needs at least one part".into()));
+        }
+        let n = net.num_nodes();
+        let mut links: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for p in net.ports() {
+            links[p.node().index()].push(p.peer_node().index());
+        }
+        // Each node's distance from the nearest host.
+        let mut tier = vec![u32::MAX; n];
+        let mut queue: VecDeque<usize> = (0..net.num_hosts())
+            .map(|h| net.host_node(HostId::new(h)).index())
+            .collect();
+        for &h in &queue {
+            tier[h] = 0;
+        }
+        while let Some(v) = queue.pop_front() {
+            for &w in &links[v] {
+                if tier[w] == u32::MAX {
+                    tier[w] = tier[v] + 1;
+                    queue.push_back(w);
+                }
+            }
+        }
+        let top = match tier.iter().copied().filter(|&t| t != u32::MAX).max() {
+            Some(t) if t >= 2 => t,
+            _ => {
+                return Err(fail(
+                    "it has no tier of switches above its edge switches".into(),
+                ));
+            }
+        };
+        // The pods: what is left connected without the top tier, and their hosts.
+        let mut pod = vec![usize::MAX; n];
+        let mut pods: Vec<u64> = Vec::new();
+        for first in 0..n {
+            if tier[first] >= top || pod[first] != usize::MAX {
+                continue;
+            }
+            let (id, mut hosts) = (pods.len(), 0);
+            pod[first] = id;
+            queue.push_back(first);
+            while let Some(v) = queue.pop_front() {
+                hosts += u64::from(tier[v] == 0);
+                for &w in &links[v] {
+                    if tier[w] < top && pod[w] == usize::MAX {
+                        pod[w] = id;
+                        queue.push_back(w);
+                    }
+                }
+            }
+            pods.push(hosts);
+        }
+        if pods.len() < parts {
+            return Err(fail(format!(
+                "it has {} pods below its top tier",
+                pods.len()
+            )));
+        }
+        let total: u64 = pods.iter().sum::<u64>().max(1);
+        let k = parts as u64;
+        let mut before = 0;
+        let pod_part: Vec<u32> = pods
+            .iter()
+            .map(|&hosts| {
+                let part = ((before + hosts / 2) * k / total).min(k - 1);
+                before += hosts;
+                part as u32
+            })
+            .collect();
+        for q in 0..parts as u32 {
+            if !pod_part.contains(&q) {
+                return Err(fail(format!(
+                    "its pods are too uneven to give part {q} any of them"
+                )));
+            }
+        }
+        let mut node_part = vec![0; n];
+        for v in 0..n {
+            if pod[v] != usize::MAX {
+                node_part[v] = pod_part[pod[v]];
+            }
+        }
+        let tops: Vec<usize> = (0..n).filter(|&v| tier[v] == top).collect();
+        for (j, &v) in tops.iter().enumerate() {
+            node_part[v] = (j * parts / tops.len()) as u32;
+        }
+        Ok(Self { node_part, parts })
+    }
+
+    /// The number of parts.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// The part of node `n`.
+    pub fn part_of(&self, n: NodeId) -> usize {
+        self.node_part[n.index()] as usize
+    }
+}
+
+/// Which part handles each event.
+struct Router {
+    /// Whether there is one part: every event is its.
+    whole: bool,
+    /// Per port: the part of the node its link leads to (where its arrivals are handled).
+    arrive: Vec<u32>,
+    /// Per port: the part of its own node (where its wake-ups are handled).
+    ready: Vec<u32>,
+    /// Per flow: the parts of its source and its destination host.
+    ends: Vec<[u32; 2]>,
+}
+
+impl Router {
+    fn new(partition: &Partition, net: &Network, flows: &Flows) -> Self {
+        let host = |h: HostId| partition.node_part[net.host_node(h).index()];
+        Self {
+            whole: partition.parts == 1,
+            arrive: net
+                .ports()
+                .iter()
+                .map(|p| partition.node_part[p.peer_node().index()])
+                .collect(),
+            ready: net
+                .ports()
+                .iter()
+                .map(|p| partition.node_part[p.node().index()])
+                .collect(),
+            ends: (0..flows.len())
+                .map(|i| {
+                    let spec = flows.spec(FlowId::new(i));
+                    [host(spec.src), host(spec.dst)]
+                })
+                .collect(),
+        }
+    }
+
+    /// The part that handles `ev`, or `None` for an event that every part handles (the
+    /// start of the measurement window).
+    #[inline]
+    fn part_of(&self, ev: &Event) -> Option<usize> {
+        if self.whole {
+            // Flows created as the run goes have no entry in `ends`.
+            return Some(0);
+        }
+        let part = match *ev {
+            Event::Net(NetEvent::LinkArrive(p, _)) => self.arrive[p.index()],
+            Event::Net(NetEvent::PortReady(p)) => self.ready[p.index()],
+            Event::Flow(FlowEvent::Timer(f, key, _)) => match key.side() {
+                Side::Sender => self.ends[f.index()][0],
+                Side::Receiver => self.ends[f.index()][1],
+            },
+            Event::Flow(FlowEvent::Start(f)) => self.ends[f.index()][0],
+            Event::WindowStart => return None,
+            // Refused before a run with more than one part (`World::run_split`).
+            _ => 0,
+        };
+        Some(part as usize)
+    }
+}
+
 /// A world as one part of the engine's run.
 struct WorldPart<'w> {
     world: &'w mut World,
-    /// Its index among the parts.
-    part: usize,
+    router: &'w Router,
     /// The time of the last event handled.
     last: Time,
 }
@@ -67,7 +289,7 @@ impl Part for WorldPart<'_> {
         self.last = now;
         let mut sched = PartSched {
             out,
-            part: self.part,
+            router: self.router,
         };
         self.world.dispatch(&mut sched, now, ev);
     }
@@ -78,10 +300,11 @@ impl Part for WorldPart<'_> {
     }
 }
 
-/// A part's output as the world's handlers see it: every event for the part itself.
+/// A part's output as the world's handlers see it: each event for the part that handles
+/// it.
 struct PartSched<'a> {
     out: &'a mut Out<Event>,
-    part: usize,
+    router: &'a Router,
 }
 
 impl<E: Into<Event>> Schedule<E> for PartSched<'_> {
@@ -91,13 +314,16 @@ impl<E: Into<Event>> Schedule<E> for PartSched<'_> {
     }
     #[inline]
     fn at(&mut self, at: Time, ev: E) {
-        self.out.schedule(self.part, at, ev.into());
+        let ev = ev.into();
+        // Only the set-up creates an event for every part.
+        let part = self.router.part_of(&ev).unwrap_or(0);
+        self.out.schedule(part, at, ev);
     }
 }
 
 impl WorldSched for PartSched<'_> {
     fn is_idle(&self) -> bool {
-        // Only the samplers ask, and `run_on_engine` refuses them: a part cannot see whether
+        // Only the samplers ask, and `run_split` refuses them: a part cannot see whether
         // the other parts have events pending.
         unreachable!("a sampler ran on the parallel engine")
     }
@@ -106,56 +332,138 @@ impl WorldSched for PartSched<'_> {
 impl World {
     /// Runs the whole world on the exact-order parallel engine, as its one part, instead
     /// of its own scheduler: the same events in the same order, so the same flow and port
-    /// tables as [`World::run`]. Then [`crate::Results::collect`] works as after a run.
-    /// In the figures, `sched` counts only the events handled (`pops`): the engine keeps
-    /// no other scheduler counter.
+    /// tables as [`World::run`] ([`World::run_split`] with one part).
     ///
     /// # Errors
     /// If the scenario asks for a time series, queue occupancy or a packet trace (they
     /// read the whole network at instants, or collect as the run goes), if the world has
     /// run, or if the engine refuses the run.
     pub fn run_on_engine(&mut self, engine: Engine) -> Result<RunStats, SplitError> {
-        if self.stats.is_some() || self.events > 0 {
+        self.run_split(engine, 1)
+    }
+
+    /// Runs the world split by pods into `parts` parts ([`Partition::by_pods`]; one part
+    /// is the whole world) on the exact-order parallel engine: the same events in the same
+    /// order as [`World::run`], so the same flow and port tables. Each further part is a
+    /// copy of the world, built again from its scenario. Then [`crate::Results::collect`]
+    /// works as after a run. In the figures, `sched` counts only the events handled
+    /// (`pops`: the engine keeps no other scheduler counter), the start of the measurement
+    /// window, which every part handles, counts once, and the peak of packets alive is
+    /// the sum of the parts' peaks.
+    ///
+    /// # Errors
+    /// As [`World::run_on_engine`], and with more than one part: if the scenario uses a
+    /// feature that is not split yet (flow generators that draw their flows as the run
+    /// goes, the Ideal oracle, an SDN controller, Fastpass, the event log, packet
+    /// spraying), if the network has no split by pods ([`SplitError::Unsplittable`]), or
+    /// if a flow's packets would cross between parts ([`SplitError::Crossing`]). Nothing
+    /// has run then, and the world can still run. Once the engine has begun, the world
+    /// cannot run again, even if the engine refuses the run ([`SplitError::AlreadyRun`]).
+    pub fn run_split(&mut self, engine: Engine, parts: usize) -> Result<RunStats, SplitError> {
+        if self.spent || self.stats.is_some() || self.events > 0 {
             return Err(SplitError::AlreadyRun);
         }
-        let refused = [
+        let mut refused = vec![
             (self.sampler.is_some(), "output.timeseries"),
             (self.occupancy.is_some(), "output.queue_occupancy"),
             (self.tracer.is_some(), "output.trace"),
         ];
+        if parts > 1 {
+            refused.extend([
+                (
+                    !self.sources.is_empty(),
+                    "a generator that draws its flows as the run goes",
+                ),
+                (self.oracle.is_some(), "transport \"ideal\""),
+                (self.controller.is_some(), "[controller]"),
+                (self.fastpass.is_some(), "transport \"fastpass\""),
+                (self.event_log.is_some(), "output.events"),
+                (
+                    self.net.routing_mode() == RoutingMode::Spray,
+                    "routing.mode = \"spray\"",
+                ),
+            ]);
+        }
         if let Some((_, feature)) = refused.iter().find(|r| r.0) {
             return Err(SplitError::Unsupported { feature });
         }
+        let partition = if parts == 1 {
+            Partition::whole(&self.net)
+        } else {
+            Partition::by_pods(&self.net, parts)?
+        };
+        if parts > 1 {
+            self.check_inside(&partition)?;
+        }
+        let router = Router::new(&partition, &self.net, &self.flows);
+        let mut copies = Vec::with_capacity(parts - 1);
+        for _ in 1..parts {
+            let mut w = Self::new(self.scenario.clone())
+                .expect("a scenario that was built once builds again");
+            // Its events are this world's, which go to the engine once (below).
+            w.sched = dcsim_engine::Scheduler::new();
+            w.spent = true;
+            copies.push(w);
+        }
+        self.spent = true;
         let end = self.end.unwrap_or(Time::MAX);
         // The events the world was built with, in the scheduler's order: the engine numbers
-        // them in the order given, which keeps their ties as the scheduler breaks them.
+        // them in the order given, which keeps their ties as the scheduler breaks them. An
+        // event for every part goes to each, one after another: their numbers take the
+        // place of the one, so every other event keeps its order.
         let mut init = Vec::with_capacity(self.sched.len());
+        let mut shared = 0;
         while let Some((t, ev)) = self.sched.pop_until(Time::MAX) {
-            init.push((0, t, ev));
+            match router.part_of(&ev) {
+                Some(q) => init.push((q, t, ev)),
+                None => {
+                    shared += 1;
+                    init.extend((0..parts).map(|q| (q, t, ev)));
+                }
+            }
         }
-        let lookahead = self
-            .net
-            .ports()
-            .iter()
-            .map(|p| p.delay())
-            .min()
+        let delays = |between: bool| {
+            self.net
+                .ports()
+                .iter()
+                .filter(|p| {
+                    !between || partition.part_of(p.node()) != partition.part_of(p.peer_node())
+                })
+                .map(|p| p.delay())
+                .min()
+        };
+        let lookahead = delays(true)
+            .or_else(|| delays(false))
             .unwrap_or(Dur::ZERO)
             .max(Dur(2));
         let wall = Instant::now();
-        let mut parts = [WorldPart {
-            world: self,
-            part: 0,
-            last: Time::ZERO,
-        }];
-        let events = match engine {
-            Engine::Reference => run_sequential(&mut parts, &init, end, None),
-            Engine::Threads => run_parallel(&mut parts, &init, end, lookahead, None)?.events,
+        let (events, last) = {
+            let mut worlds = vec![WorldPart {
+                world: &mut *self,
+                router: &router,
+                last: Time::ZERO,
+            }];
+            worlds.extend(copies.iter_mut().map(|w| WorldPart {
+                world: w,
+                router: &router,
+                last: Time::ZERO,
+            }));
+            let events = match engine {
+                Engine::Reference => run_sequential(&mut worlds, &init, end, None),
+                Engine::Threads => run_parallel(&mut worlds, &init, end, lookahead, None)?.events,
+            };
+            let last = worlds.iter().map(|w| w.last).max().unwrap_or(Time::ZERO);
+            (events, last)
         };
-        let last = parts[0].last;
+        let events = events - shared * (parts as u64 - 1);
+        let sim_end = self.end.unwrap_or(last);
+        for (i, w) in copies.iter_mut().enumerate() {
+            self.take_part(w, i + 1, &partition, &router, sim_end);
+        }
         self.wall_seconds += wall.elapsed().as_secs_f64();
         self.events += events;
         let stats = RunStats {
-            sim_end: self.end.unwrap_or(last),
+            sim_end,
             events: self.events,
             packet_hops: self.net.hops(),
             wall_seconds: self.wall_seconds,
@@ -166,5 +474,72 @@ impl World {
         };
         self.stats = Some(stats);
         Ok(stats)
+    }
+
+    /// Checks that every flow's routes, both ways, stay inside the part of its hosts.
+    fn check_inside(&mut self, partition: &Partition) -> Result<(), SplitError> {
+        for i in 0..self.flows.len() {
+            let spec = *self.flows.spec(FlowId::new(i));
+            let home = partition.part_of(self.net.host_node(spec.src));
+            let crossing = SplitError::Crossing {
+                flow: i as u32,
+                src: spec.src.0,
+                dst: spec.dst.0,
+            };
+            if partition.part_of(self.net.host_node(spec.dst)) != home {
+                return Err(crossing);
+            }
+            // The routes the flow's start will take (interned now, found again then).
+            let (fwd, rev) = self.net.flow_routes(splitmix(i as u64), spec.src, spec.dst);
+            let net = &self.net;
+            let outside = |p: &PortId| {
+                let port = net.port(*p);
+                partition.part_of(port.node()) != home
+                    || partition.part_of(port.peer_node()) != home
+            };
+            if net
+                .route_ports(fwd)
+                .iter()
+                .chain(net.route_ports(rev))
+                .any(outside)
+            {
+                return Err(crossing);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes over the ports and flows of part `part`, which `w` ran, and adds its counts.
+    fn take_part(
+        &mut self,
+        w: &mut Self,
+        part: usize,
+        partition: &Partition,
+        router: &Router,
+        end: Time,
+    ) {
+        let owned: Vec<PortId> = (0..w.net.ports().len())
+            .map(PortId::new)
+            .filter(|&p| partition.part_of(w.net.port(p).node()) == part)
+            .collect();
+        for &p in &owned {
+            // With its own packet pool, which the one that collects the results is not.
+            w.net.port_mut(p).settle(end, &mut w.pool);
+            std::mem::swap(
+                &mut self.window.port_base[p.index()],
+                &mut w.window.port_base[p.index()],
+            );
+        }
+        self.net
+            .take_ports_from(&mut w.net, |p| owned.binary_search(&p).is_ok());
+        let flows = |f: FlowId| router.ends[f.index()][0] as usize == part;
+        let based = w.window.flow_base.len().min(self.window.flow_base.len());
+        for i in 0..based {
+            if flows(FlowId::new(i)) {
+                self.window.flow_base[i] = w.window.flow_base[i];
+            }
+        }
+        self.flows.take_flows_from(&mut w.flows, flows);
+        self.pool.add_counts(&w.pool);
     }
 }

@@ -233,6 +233,9 @@ pub struct World {
     pub(crate) event_log: Option<Box<EventLog>>,
     pub(crate) events: u64,
     pub(crate) wall_seconds: f64,
+    /// Whether a split run took the events out of `sched` (`crate::split`): the world
+    /// cannot run again, even if that run failed.
+    pub(crate) spent: bool,
 }
 
 /// Queue-length samples of every switch port, by tier (`"leaf->spine"`: the port's node's
@@ -431,6 +434,7 @@ impl World {
             event_log,
             events: 0,
             wall_seconds: 0.0,
+            spent: false,
         })
     }
 

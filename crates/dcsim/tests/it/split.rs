@@ -136,3 +136,105 @@ fn a_world_runs_once() {
         SplitError::AlreadyRun
     );
 }
+
+/// A 192-host fat-tree (8 pods of 24 hosts) with DCTCP flows that stay inside their pods:
+/// in each pod, every host sends to the host 7 places on (some under the same ToR, most
+/// through an aggregation switch), every third flow 300 KB starting at a spread of times,
+/// the others long-lived. Plus `extra` flows as `(src, dst)`.
+fn pods_scenario(extra: &[(u32, u32)]) -> World {
+    let mut text = String::from(
+        r#"
+schema_version = 1
+[sim]
+duration = "4ms"
+warmup = "1ms"
+seed = 11
+[topology]
+kind = "fat-tree"
+preset = "xpass"
+[routing]
+mode = "symmetric-ecmp"
+[queue]
+kind = "ecn"
+buffer = "250pkts"
+mark_threshold = "65pkts"
+[transport]
+kind = "tcp"
+cc = "dctcp"
+"#,
+    );
+    let mut flows: Vec<(u32, u32)> = (0..192u32)
+        .map(|h| (h, 24 * (h / 24) + (h % 24 + 7) % 24))
+        .collect();
+    flows.extend_from_slice(extra);
+    for (i, (src, dst)) in flows.into_iter().enumerate() {
+        let (size, start) = if i % 3 == 0 {
+            ("\"300KB\"", format!("\"{}us\"", 37 * (i % 50)))
+        } else {
+            ("\"inf\"", "\"0us\"".to_string())
+        };
+        text.push_str(&format!(
+            "[[flows]]\nsrc = {src}\ndst = {dst}\nsize = {size}\nstart = {start}\n"
+        ));
+    }
+    let spec = ScenarioSpec::parse(&text, "pods", &[]).unwrap_or_else(|e| panic!("{e}"));
+    World::new(spec.build("pods").unwrap_or_else(|e| panic!("{e}"))).unwrap()
+}
+
+#[test]
+fn a_fat_tree_split_by_pods_gives_the_one_thread_outputs() {
+    let mut one = pods_scenario(&[]);
+    one.run(&mut |_| {});
+    let want = Results::collect(&mut one);
+    let completed = want.summary["flows_completed"].as_u64().unwrap();
+    assert!(completed > 30, "{completed} flows completed");
+    for parts in [2, 4] {
+        for engine in [Engine::Reference, Engine::Threads] {
+            let mut w = pods_scenario(&[]);
+            w.run_split(engine, parts)
+                .unwrap_or_else(|e| panic!("{parts} parts on {engine:?}: {e}"));
+            let got = Results::collect(&mut w);
+            assert_eq!(got.digest(), want.digest(), "{parts} parts on {engine:?}");
+            let (mut got, mut want) = (comparable(&got), comparable(&want));
+            // The sum of the parts' peaks: at least the whole network's.
+            let peak = |s: &mut serde_json::Map<String, serde_json::Value>| {
+                s.remove("peak_packets").unwrap().as_u64().unwrap()
+            };
+            assert!(
+                peak(&mut got) >= peak(&mut want),
+                "{parts} parts on {engine:?}"
+            );
+            let diff = differences(&got, &want);
+            assert!(diff.is_empty(), "{parts} parts on {engine:?}: {diff:?}");
+        }
+    }
+}
+
+#[test]
+fn a_flow_between_parts_is_refused_by_name_before_the_run() {
+    let mut w = pods_scenario(&[(3, 100)]);
+    let err = w.run_split(Engine::Threads, 2).unwrap_err();
+    assert_eq!(
+        err,
+        SplitError::Crossing {
+            flow: 192,
+            src: 3,
+            dst: 100
+        }
+    );
+    assert!(
+        err.to_string().contains("flow 192 (host 3 to host 100)"),
+        "{err}"
+    );
+    // A flow inside pods, but between parts' halves of the core: none here, so the first
+    // refusal is the one above. Too many parts for the pods:
+    let mut w = pods_scenario(&[]);
+    let err = w.run_split(Engine::Threads, 9).unwrap_err();
+    assert!(
+        matches!(err, SplitError::Unsplittable { parts: 9, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("8 pods"), "{err}");
+    // A refused world has not run: it still runs on one thread, and on the engine.
+    assert!(w.run_split(Engine::Threads, 2).is_ok());
+}
