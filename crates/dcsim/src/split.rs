@@ -272,7 +272,11 @@ impl Router {
     }
 }
 
-/// A world as one part of the engine's run.
+/// A world as one part of the engine's run. The parts lie side by side, and each writes
+/// `last` on every event from its own thread: each has lines of its own (two, for the
+/// processors that fetch lines in pairs), or the writes would pull one line to and fro
+/// between the cores.
+#[repr(align(128))]
 struct WorldPart<'w> {
     world: &'w mut World,
     router: &'w Router,
@@ -299,6 +303,11 @@ impl Part for WorldPart<'_> {
         self.world.prefetch(upcoming);
     }
 }
+
+/// A copy of the world that runs one part, on lines of its own: each thread writes its
+/// world's counters and buffers on every event (see [`WorldPart`]).
+#[repr(align(128))]
+struct Lines(World);
 
 /// A part's output as the world's handlers see it: each event for the part that handles
 /// it.
@@ -403,7 +412,7 @@ impl World {
             // Its events are this world's, which go to the engine once (below).
             w.sched = dcsim_engine::Scheduler::new();
             w.spent = true;
-            copies.push(w);
+            copies.push(Lines(w));
         }
         self.spent = true;
         let end = self.end.unwrap_or(Time::MAX);
@@ -444,7 +453,7 @@ impl World {
                 last: Time::ZERO,
             }];
             worlds.extend(copies.iter_mut().map(|w| WorldPart {
-                world: w,
+                world: &mut w.0,
                 router: &router,
                 last: Time::ZERO,
             }));
@@ -458,7 +467,7 @@ impl World {
         let events = events - shared * (parts as u64 - 1);
         let sim_end = self.end.unwrap_or(last);
         for (i, w) in copies.iter_mut().enumerate() {
-            self.take_part(w, i + 1, &partition, &router, sim_end);
+            self.take_part(&mut w.0, i + 1, &partition, &router, sim_end);
         }
         self.wall_seconds += wall.elapsed().as_secs_f64();
         self.events += events;
