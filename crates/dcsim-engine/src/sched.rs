@@ -34,6 +34,14 @@ pub trait Schedule<E> {
     fn now(&self) -> Time;
     /// Schedules `ev` at `at`, which must not be in the past.
     fn at(&mut self, at: Time, ev: E);
+    /// Reserves the next place in the order of creation for an event that another part of
+    /// a split run may create later in this handler's name ([`crate::parallel::Slot`]).
+    /// A one-thread scheduler has nothing to reserve: an event it does not create leaves
+    /// no gap in its order.
+    #[inline]
+    fn reserve(&mut self) -> Option<crate::parallel::Slot> {
+        None
+    }
 }
 
 /// The events a run loop will most likely handle next, for prefetching their data while

@@ -33,11 +33,14 @@ impl Network {
         pkt: PacketId,
         cx: &mut NetCx<'_, S>,
     ) {
-        let s = self.ports[port.index()].enqueue(pkt, cx.now, cx.pool);
+        let p = &mut self.ports[port.index()];
+        let s = p.enqueue(pkt, cx.now, cx.pool);
         if let Some(t) = s.ready_at {
             cx.sched.at(t, NetEvent::PortReady(port));
         }
-        if let Some((t, head)) = s.arrive_at {
+        if p.crossing {
+            self.copy_out(port, cx);
+        } else if let Some((t, head)) = s.arrive_at {
             cx.sched.at(t, NetEvent::LinkArrive(port, head));
         }
     }
@@ -55,7 +58,10 @@ impl Network {
         if let Some(t) = s.ready_at {
             cx.sched.at(t, NetEvent::PortReady(port));
         }
-        if let Some((t, head)) = s.arrive_at {
+        if p.crossing {
+            self.copy_out(port, cx);
+            return None; // a link between parts leaves a switch, never a host
+        } else if let Some((t, head)) = s.arrive_at {
             cx.sched.at(t, NetEvent::LinkArrive(port, head));
         }
         let h = p.from_host?;
@@ -83,6 +89,10 @@ impl Network {
         let (pkt, next) = link.on_arrive(cx.now, cx.pool);
         if let Some((t, head)) = next {
             cx.sched.at(t, NetEvent::LinkArrive(port, head));
+        } else if link.crossing {
+            // The next packet's arrival is this handler's to create, at this place, if the
+            // copy of the packet is late (`Network::take_copy`).
+            self.crossings.emptied(port, cx.now, cx.sched.reserve());
         }
         self.hops += 1;
         let (to_host, node) = (link.to_host, link.peer_node.index());
@@ -131,7 +141,9 @@ impl Network {
     #[inline]
     pub fn prefetch_arrival(&self, port: PortId, pkt: PacketId, pool: &PacketPool) {
         self.ports[port.index()].prefetch_arrival();
-        dcsim_engine::prefetch::prefetch(pool.get(pkt));
+        if let Some(p) = pool.peek(pkt) {
+            dcsim_engine::prefetch::prefetch(p);
+        }
     }
 
     /// The first step of a look-ahead two events deep: starts loading what a `LinkArrive`
@@ -144,7 +156,9 @@ impl Network {
         if let Some(p) = self.ports.get(port.index()) {
             p.prefetch_arrival_early();
         }
-        dcsim_engine::prefetch::prefetch(pool.get(pkt));
+        if let Some(p) = pool.peek(pkt) {
+            dcsim_engine::prefetch::prefetch(p);
+        }
     }
 
     /// The second step of a look-ahead two events deep, for the next event, a `LinkArrive`
@@ -174,7 +188,7 @@ impl Network {
             }
             return Some(h);
         }
-        let p = pool.get(pkt);
+        let p = pool.peek(pkt)?;
         if p.route != RouteId::NONE
             && let Some(egress) = self.routes.get(p.route, p.hop.wrapping_add(1))
             && let Some(next) = self.ports.get(egress.index())

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod cross;
 mod forward;
 mod network;
 mod nic;
@@ -28,6 +29,7 @@ pub mod wire;
 
 use dcsim_engine::{Rate, Time, define_id};
 
+pub use cross::Crossed;
 pub use network::{BuildError, Captured, Network};
 pub use nic::DEFAULT_TX_BUDGET_BYTES;
 pub use packet::{Class, Ecn, FlowId, IpBits, Packet, PacketId, PacketPool, RateStamp};

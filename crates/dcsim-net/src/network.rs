@@ -3,6 +3,7 @@
 
 use dcsim_engine::{Dur, Rate, RngTree, Time};
 
+use crate::cross::Crossings;
 use crate::qdisc::{self, Qdisc};
 use crate::route::{Fib, RouteTable};
 use crate::rules::MarkRules;
@@ -41,6 +42,8 @@ pub struct Network {
     pub(crate) rules: MarkRules,
     /// Packets that crossed a tapped link, not yet taken ([`Network::take_captured`]).
     pub(crate) captured: Vec<Captured>,
+    /// The links between the parts of a split run.
+    pub(crate) crossings: Crossings,
 }
 
 /// A copy of a packet as it crossed a tapped link ([`Network::tap`]): the header as the
@@ -173,6 +176,7 @@ impl Network {
             nic_waiting: vec![false; graph.hosts.len()],
             telemetry: Telemetry::empty(),
             captured: Vec::new(),
+            crossings: Crossings::default(),
         })
     }
 

@@ -217,6 +217,29 @@ impl PacketPool {
         id
     }
 
+    /// Stores `p`, a copy of a packet that another part of a split run created and
+    /// counted ([`PacketPool::release_copied`]): it is not counted as allocated here, and
+    /// its free is the one that counts.
+    pub fn adopt(&mut self, p: Packet) -> PacketId {
+        let id = self.alloc(p);
+        self.allocated -= 1;
+        id
+    }
+
+    /// Returns the slot of `id`, a packet copied to another part of a split run
+    /// ([`PacketPool::adopt`]), without counting it as freed: it lives on there.
+    pub fn release_copied(&mut self, id: PacketId) {
+        self.free(id);
+        self.freed -= 1;
+    }
+
+    /// The packet in slot `id`, live or not, or `None` beyond the pool: for prefetch
+    /// hints, which may name a packet already freed or one of another part's pool.
+    #[inline]
+    pub fn peek(&self, id: PacketId) -> Option<&Packet> {
+        self.slots.get(id.index())
+    }
+
     /// Returns the slot of `id` to the pool.
     #[inline]
     pub fn free(&mut self, id: PacketId) {

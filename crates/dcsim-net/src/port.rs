@@ -126,6 +126,10 @@ pub struct Port {
     thresholds: bool,
     /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
     pub(crate) tapped: bool,
+    /// Whether the link leads to another part of a split run
+    /// ([`crate::Network::split_links`]): the sending part's copy of the port keeps the
+    /// packets for its own accounting and sends copies, the receiving part's takes them in.
+    pub(crate) crossing: bool,
     /// How the port adds queueing delay to data packets' `queue_delay_ns`, if it does.
     delay_stamp: DelayStamp,
     /// The host at the far end, if the link leads to a host.
@@ -277,6 +281,7 @@ impl Port {
             pipe: VecDeque::new(),
             fifo,
             tapped: false,
+            crossing: false,
             queued: 0,
             backlog_bytes: 0,
             backlog_pkts: 0,
@@ -580,6 +585,38 @@ impl Port {
             dcsim_engine::prefetch::prefetch(head);
         }
         dcsim_engine::prefetch::prefetch(&self.peer_node);
+    }
+
+    /// On the sending side of a link between parts, where nothing arrives: forgets the
+    /// packets that have arrived before `now` (they are the receiving part's), keeping
+    /// those still waiting to start.
+    pub(crate) fn drop_arrived(&mut self, now: Time) {
+        while self.pipe.len() > self.queued as usize
+            && self.pipe.front().is_some_and(|e| e.arrive < now)
+        {
+            self.pipe.pop_front();
+        }
+    }
+
+    /// The last packet put on the link (its arrival, the packet, its wire size and class
+    /// packed as the link keeps them), and the arrival of the one before it, if any.
+    pub(crate) fn last_put(&self) -> Option<((Time, PacketId, u32), Option<Time>)> {
+        let n = self.pipe.len();
+        let last = self.pipe.back()?;
+        let before = n.checked_sub(2).map(|i| self.pipe[i].arrive);
+        Some(((last.arrive, last.pkt, last.size_class), before))
+    }
+
+    /// On the receiving side of a link between parts: appends `pkt`, a copy of the packet
+    /// the sending part put on the link, due at `arrive` (`size_class` as
+    /// [`Port::last_put`] gives it).
+    pub(crate) fn push_copy(&mut self, arrive: Time, pkt: PacketId, size_class: u32) {
+        debug_assert!(self.pipe.back().is_none_or(|e| e.arrive < arrive));
+        self.pipe.push_back(OnLink {
+            arrive,
+            pkt,
+            size_class,
+        });
     }
 
     /// The next arrival on the link, if any.

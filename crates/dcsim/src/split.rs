@@ -12,19 +12,23 @@
 //! those of the one-thread run byte for byte.
 //!
 //! What is split so far: fat-trees (and other networks with a tier above the edge
-//! switches) by pods, when every flow stays inside one part. Links between parts, which
-//! must carry copies of packets (ADR 0010, items 1 and 2), and flows whose two ends are in
-//! different parts (item 3) are the next steps: until they are built, a run in which a
-//! flow would cross is refused before it starts, naming the flow.
+//! switches) by pods. Packets cross between parts on the links to and from the top tier:
+//! the sending part sends a copy of each packet it puts on such a link, and the arrival
+//! events are created where one thread creates them, late if need be, in a slot reserved
+//! by the handler that should have created them (`dcsim_net::Crossed`; ADR 0010, items 1
+//! and 2). Both ends of every flow must still be in one part: flows whose ends are in
+//! different parts (item 3) are the next step, and until it is built a run with one is
+//! refused before it starts, naming the flow. Routes are interned in every part in the
+//! order of the flows, so that a route's number means the same in every part.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 #[cfg(doc)]
 use dcsim_engine::Scheduler;
-use dcsim_engine::parallel::{Ahead, Out, Part, run_parallel, run_sequential};
+use dcsim_engine::parallel::{Ahead, Late, Out, Part, Slot, run_parallel, run_sequential};
 use dcsim_engine::{Dur, SchedStats, Schedule, Time, splitmix};
-use dcsim_net::{FlowId, HostId, NetEvent, Network, NodeId, PortId, RoutingMode};
+use dcsim_net::{Crossed, FlowId, HostId, NetEvent, Network, NodeId, PortId, RoutingMode};
 use dcsim_transport::endpoint::Side;
 use dcsim_transport::{FlowEvent, Flows};
 
@@ -61,11 +65,11 @@ pub enum SplitError {
         /// Why not.
         reason: String,
     },
-    /// A flow's packets would cross between parts, which is not built yet.
+    /// A flow's two ends are in different parts, which is not built yet.
     #[error(
-        "flow {flow} (host {src} to host {dst}) crosses between the parts: links between \
-         parts are not built yet (ADR 0010, items 1 to 3); keep every flow inside a pod, or \
-         run on one thread"
+        "flow {flow} (host {src} to host {dst}) has its ends in different parts: a flow's \
+         ends cannot be split yet (ADR 0010, item 3); keep both ends of every flow in one \
+         part, or run on one thread"
     )]
     Crossing {
         /// The flow.
@@ -286,16 +290,28 @@ struct WorldPart<'w> {
 
 impl Part for WorldPart<'_> {
     type Event = Event;
-    type Message = ();
+    type Message = Crossed;
 
     #[inline]
-    fn handle(&mut self, now: Time, ev: Event, out: &mut Out<Event>) {
+    fn handle(&mut self, now: Time, ev: Event, out: &mut Out<Event, Crossed>) {
         self.last = now;
         let mut sched = PartSched {
             out,
             router: self.router,
         };
         self.world.dispatch(&mut sched, now, ev);
+        if self.world.net.has_copies() {
+            for c in self.world.net.take_copies() {
+                out.send(self.router.arrive[c.port().index()] as usize, c);
+            }
+        }
+    }
+
+    fn receive(&mut self, c: &Crossed, late: &mut Late<Event>) {
+        let w = &mut *self.world;
+        if let Some((at, ev, a, b)) = w.net.take_copy(c, &mut w.pool) {
+            late.schedule_as_later_of(at, Event::Net(ev), a, b);
+        }
     }
 
     #[inline]
@@ -312,7 +328,7 @@ struct Lines(World);
 /// A part's output as the world's handlers see it: each event for the part that handles
 /// it.
 struct PartSched<'a> {
-    out: &'a mut Out<Event>,
+    out: &'a mut Out<Event, Crossed>,
     router: &'a Router,
 }
 
@@ -327,6 +343,10 @@ impl<E: Into<Event>> Schedule<E> for PartSched<'_> {
         // Only the set-up creates an event for every part.
         let part = self.router.part_of(&ev).unwrap_or(0);
         self.out.schedule(part, at, ev);
+    }
+    #[inline]
+    fn reserve(&mut self) -> Option<Slot> {
+        Some(self.out.reserve())
     }
 }
 
@@ -365,7 +385,7 @@ impl World {
     /// feature that is not split yet (flow generators that draw their flows as the run
     /// goes, the Ideal oracle, an SDN controller, Fastpass, the event log, packet
     /// spraying), if the network has no split by pods ([`SplitError::Unsplittable`]), or
-    /// if a flow's packets would cross between parts ([`SplitError::Crossing`]). Nothing
+    /// if a flow's two ends are in different parts ([`SplitError::Crossing`]). Nothing
     /// has run then, and the world can still run. Once the engine has begun, the world
     /// cannot run again, even if the engine refuses the run ([`SplitError::AlreadyRun`]).
     pub fn run_split(&mut self, engine: Engine, parts: usize) -> Result<RunStats, SplitError> {
@@ -402,7 +422,7 @@ impl World {
             Partition::by_pods(&self.net, parts)?
         };
         if parts > 1 {
-            self.check_inside(&partition)?;
+            self.check_ends(&partition)?;
         }
         let router = Router::new(&partition, &self.net, &self.flows);
         let mut copies = Vec::with_capacity(parts - 1);
@@ -412,9 +432,22 @@ impl World {
             // Its events are this world's, which go to the engine once (below).
             w.sched = dcsim_engine::Scheduler::new();
             w.spent = true;
+            w.intern_routes();
             copies.push(Lines(w));
         }
         self.spent = true;
+        let crossing = |net: &Network, p: PortId| {
+            let port = net.port(p);
+            partition.part_of(port.node()) != partition.part_of(port.peer_node())
+        };
+        if parts > 1 {
+            for w in std::iter::once(&mut *self).chain(copies.iter_mut().map(|w| &mut w.0)) {
+                let marks: Vec<bool> = (0..w.net.ports().len())
+                    .map(|p| crossing(&w.net, PortId::new(p)))
+                    .collect();
+                w.net.split_links(|p| marks[p.index()]);
+            }
+        }
         let end = self.end.unwrap_or(Time::MAX);
         // The events the world was built with, in the scheduler's order: the engine numbers
         // them in the order given, which keeps their ties as the scheduler breaks them. An
@@ -485,37 +518,33 @@ impl World {
         Ok(stats)
     }
 
-    /// Checks that every flow's routes, both ways, stay inside the part of its hosts.
-    fn check_inside(&mut self, partition: &Partition) -> Result<(), SplitError> {
+    /// Checks that both ends of every flow are in one part, and interns every flow's
+    /// routes in the order of the flows: every part's copy of the network does the same,
+    /// so a route's number names the same route in every part (a packet that crosses
+    /// between parts keeps its route's number).
+    fn check_ends(&mut self, partition: &Partition) -> Result<(), SplitError> {
         for i in 0..self.flows.len() {
             let spec = *self.flows.spec(FlowId::new(i));
-            let home = partition.part_of(self.net.host_node(spec.src));
-            let crossing = SplitError::Crossing {
-                flow: i as u32,
-                src: spec.src.0,
-                dst: spec.dst.0,
-            };
-            if partition.part_of(self.net.host_node(spec.dst)) != home {
-                return Err(crossing);
-            }
-            // The routes the flow's start will take (interned now, found again then).
-            let (fwd, rev) = self.net.flow_routes(splitmix(i as u64), spec.src, spec.dst);
-            let net = &self.net;
-            let outside = |p: &PortId| {
-                let port = net.port(*p);
-                partition.part_of(port.node()) != home
-                    || partition.part_of(port.peer_node()) != home
-            };
-            if net
-                .route_ports(fwd)
-                .iter()
-                .chain(net.route_ports(rev))
-                .any(outside)
-            {
-                return Err(crossing);
+            let part = |h: HostId| partition.part_of(self.net.host_node(h));
+            if part(spec.src) != part(spec.dst) {
+                return Err(SplitError::Crossing {
+                    flow: i as u32,
+                    src: spec.src.0,
+                    dst: spec.dst.0,
+                });
             }
         }
+        self.intern_routes();
         Ok(())
+    }
+
+    /// Interns the routes of every flow, in the order of the flows (as their starts will,
+    /// which then find them).
+    fn intern_routes(&mut self) {
+        for i in 0..self.flows.len() {
+            let spec = *self.flows.spec(FlowId::new(i));
+            self.net.flow_routes(splitmix(i as u64), spec.src, spec.dst);
+        }
     }
 
     /// Takes over the ports and flows of part `part`, which `w` ran, and adds its counts.

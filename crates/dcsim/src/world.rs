@@ -573,8 +573,9 @@ impl World {
                     .net
                     .prefetch_arrival_and_next_hop(p, pkt, &self.pool)
                     .is_some()
+                && let Some(p) = self.pool.peek(pkt)
             {
-                self.flows.prefetch_flow(self.pool.get(pkt).flow);
+                self.flows.prefetch_flow(p.flow);
             }
             if let Some(Event::Net(NetEvent::LinkArrive(p, pkt))) = after {
                 self.net.prefetch_arrival_early(p, pkt, &self.pool);

@@ -137,10 +137,11 @@ fn a_world_runs_once() {
     );
 }
 
-/// A 192-host fat-tree (8 pods of 24 hosts) with DCTCP flows that stay inside their pods:
-/// in each pod, every host sends to the host 7 places on (some under the same ToR, most
-/// through an aggregation switch), every third flow 300 KB starting at a spread of times,
-/// the others long-lived. Plus `extra` flows as `(src, dst)`.
+/// A 192-host fat-tree (8 pods of 24 hosts) with DCTCP flows: in each pod, every host
+/// sends to the host 7 places on (some under the same ToR, most through an aggregation
+/// switch), and to a host of the other pod of its pair (pods 0 and 1, 2 and 3, ...:
+/// through a core switch); every third flow 300 KB starting at a spread of times, the
+/// others long-lived. Plus `extra` flows as `(src, dst)`.
 fn pods_scenario(extra: &[(u32, u32)]) -> World {
     let mut text = String::from(
         r#"
@@ -164,7 +165,13 @@ cc = "dctcp"
 "#,
     );
     let mut flows: Vec<(u32, u32)> = (0..192u32)
-        .map(|h| (h, 24 * (h / 24) + (h % 24 + 7) % 24))
+        .flat_map(|h| {
+            let pod = h / 24;
+            [
+                (h, 24 * pod + (h % 24 + 7) % 24),
+                (h, 24 * (pod ^ 1) + (h % 24 + 5) % 24),
+            ]
+        })
         .collect();
     flows.extend_from_slice(extra);
     for (i, (src, dst)) in flows.into_iter().enumerate() {
@@ -188,8 +195,14 @@ fn a_fat_tree_split_by_pods_gives_the_one_thread_outputs() {
     let want = Results::collect(&mut one);
     let completed = want.summary["flows_completed"].as_u64().unwrap();
     assert!(completed > 30, "{completed} flows completed");
-    for parts in [2, 4] {
-        for engine in [Engine::Reference, Engine::Threads] {
+    // Four threads on the machine's two cores would spin more than they work: four parts
+    // run on the reference order only (the engine's own tests run four parts on threads).
+    for (parts, engine) in [
+        (2, Engine::Reference),
+        (2, Engine::Threads),
+        (4, Engine::Reference),
+    ] {
+        {
             let mut w = pods_scenario(&[]);
             w.run_split(engine, parts)
                 .unwrap_or_else(|e| panic!("{parts} parts on {engine:?}: {e}"));
@@ -217,13 +230,13 @@ fn a_flow_between_parts_is_refused_by_name_before_the_run() {
     assert_eq!(
         err,
         SplitError::Crossing {
-            flow: 192,
+            flow: 384,
             src: 3,
             dst: 100
         }
     );
     assert!(
-        err.to_string().contains("flow 192 (host 3 to host 100)"),
+        err.to_string().contains("flow 384 (host 3 to host 100)"),
         "{err}"
     );
     // A flow inside pods, but between parts' halves of the core: none here, so the first
