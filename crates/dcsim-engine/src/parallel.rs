@@ -294,8 +294,8 @@ impl<E> Late<E> {
 /// number of events handled.
 ///
 /// # Panics
-/// If an event or a message names a part that does not exist, a message is sent to its
-/// own part, a late event comes before the event being handled, names a slot not yet
+/// If an event or a message names a part that does not exist, an event is created before
+/// its handler's time, a message is sent to its own part, a late event comes before the event being handled, names a slot not yet
 /// reserved or one already taken, a hand-over names a part that does not exist, or an
 /// expected event is impossible, declared twice or, due by `end`, never handed over (the
 /// reference has no error to return; [`run_parallel`] returns [`ParallelError`]).
@@ -334,6 +334,7 @@ pub fn run_sequential<P: Part>(
                 (q as usize) < n,
                 "an event was sent to part {q}, but the run has {n} parts"
             );
+            assert!(at.0 >= t, "part {p} created an event in the past");
             heap.push(key(at.0, c), (q, e));
         }
         for x in out.expected.drain(..) {
@@ -424,6 +425,16 @@ pub enum ParallelError {
         at: Time,
         /// The earliest time its window allowed.
         earliest: Time,
+    },
+    /// A handler created an event before its own time.
+    #[error("part {part} created an event at {at:?}, before the time of its handler, {now:?}")]
+    Past {
+        /// The handler's part.
+        part: usize,
+        /// The event's time.
+        at: Time,
+        /// The handler's time.
+        now: Time,
     },
     /// A handler sent a message to its own part.
     #[error("part {part} sent a message to itself")]
@@ -783,8 +794,8 @@ impl Drop for AbortOnPanic<'_> {
 /// windows later at the earliest, when its global number is known.
 ///
 /// # Errors
-/// If a handler sends an event to another part sooner than `lookahead` allows, or to a
-/// part that does not exist; if it sends a message to its own part or to a part that does
+/// If a handler creates an event before its own time, sends an event to another part
+/// sooner than `lookahead` allows, or to a part that does not exist; if it sends a message to its own part or to a part that does
 /// not exist; if [`Part::receive`] creates a late event sooner than the look-ahead after
 /// the message's window starts, in a slot not reserved in that window, or in a slot
 /// already taken; if an expected event ([`Out::expect`]) is impossible or not handed
@@ -1217,8 +1228,15 @@ impl<P: Part> Worker<'_, P> {
             self.count = self.out.next;
             for (q, at, c, e) in self.out.buf.drain(..) {
                 let q = q as usize;
-                if q == self.p {
+                if q == self.p && at.0 >= t {
                     self.heap.push_own(at.0, PROVISIONAL | c, e);
+                } else if q == self.p {
+                    // In the heap, it would come before events already handled.
+                    log.error = Some(ParallelError::Past {
+                        part: self.p,
+                        at,
+                        now: Time(t),
+                    });
                 } else if q >= self.n {
                     log.error = Some(ParallelError::NoSuchPart {
                         to: q,
@@ -2108,6 +2126,41 @@ mod tests {
             // Not the sender's slot: this part's own, from an earlier window.
             late.schedule_as(Time(1000), (), self.slot.expect("reserved at time 0"));
         }
+    }
+
+    /// Counts down, each event one step later, until at time 50 it creates one before
+    /// its own time.
+    struct Backwards(usize);
+    impl Part for Backwards {
+        type Event = ();
+        type Message = ();
+        fn handle(&mut self, now: Time, (): (), out: &mut Out<()>) {
+            let at = if now == Time(50) {
+                Time(40)
+            } else {
+                now + Dur(10)
+            };
+            out.schedule(self.0, at, ());
+        }
+    }
+
+    #[test]
+    fn an_event_in_the_past_is_an_error_not_a_hang() {
+        let mut parts = [Backwards(0), Backwards(1)];
+        let init = [(0, Time(0), ()), (1, Time(5), ())];
+        let err = run_parallel(&mut parts, &init, Time(1000), Dur(100), None).unwrap_err();
+        assert_eq!(
+            err,
+            ParallelError::Past {
+                part: 0,
+                at: Time(40),
+                now: Time(50)
+            }
+        );
+        let reference = std::panic::catch_unwind(|| {
+            run_sequential(&mut [Backwards(0)], &[(0, Time(0), ())], Time(1000), None)
+        });
+        assert!(reference.is_err(), "the reference order must refuse it too");
     }
 
     #[test]

@@ -254,7 +254,7 @@ impl Router {
 
     /// The part that handles `ev`, or `None` for an event that every part handles (the
     /// start of the measurement window).
-    #[inline]
+    #[inline(always)]
     fn part_of(&self, ev: &Event) -> Option<usize> {
         if self.whole {
             // Flows created as the run goes have no entry in `ends`.
