@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         let mut figures = Vec::new();
         let mut digests = Vec::new();
         let mut events = 0;
+        let mut engine_figures = String::new();
         for (name, engine) in [
             ("scheduler", None),
             ("reference", Some(Engine::Reference)),
@@ -98,6 +99,21 @@ fn main() -> ExitCode {
             };
             let secs = start.elapsed().as_secs_f64();
             events = stats.events;
+            if let Some(p) = w.parallel_stats() {
+                let per = |s: f64| s * 1e9 / p.events.max(1) as f64;
+                engine_figures = format!(
+                    "threads: {} windows, {} events and {} copies sent between parts, {} late; \
+                     ns per event summed over the parts: handling {:.1}, numbering {:.1}, \
+                     renumbering {:.1}",
+                    p.windows,
+                    p.crossings,
+                    p.messages,
+                    p.late,
+                    per(p.handle_seconds),
+                    per(p.numbering_seconds),
+                    per(p.renumber_seconds)
+                );
+            }
             figures.push(secs * 1e9 / stats.events.max(1) as f64);
             digests.push(Results::collect(&mut w).digest().to_string());
         }
@@ -106,6 +122,9 @@ fn main() -> ExitCode {
             "{round:>5}  {:>15.1}  {:>15.1}  {:>13.1}  {events:>6}  {same}",
             figures[0], figures[1], figures[2]
         );
+        if !engine_figures.is_empty() {
+            println!("       {engine_figures}");
+        }
         if !same {
             eprintln!("digests differ: {digests:?}");
             return ExitCode::FAILURE;

@@ -26,7 +26,9 @@ use std::time::Instant;
 
 #[cfg(doc)]
 use dcsim_engine::Scheduler;
-use dcsim_engine::parallel::{Ahead, Late, Out, Part, Slot, run_parallel, run_sequential};
+use dcsim_engine::parallel::{
+    Ahead, Late, Out, ParallelStats, Part, Slot, run_parallel, run_sequential,
+};
 use dcsim_engine::{Dur, SchedStats, Schedule, Time, splitmix};
 use dcsim_net::{Crossed, FlowId, HostId, NetEvent, Network, NodeId, PortId, RoutingMode};
 use dcsim_transport::endpoint::Side;
@@ -479,6 +481,7 @@ impl World {
             .unwrap_or(Dur::ZERO)
             .max(Dur(2));
         let wall = Instant::now();
+        let mut parallel = None;
         let (events, last) = {
             let mut worlds = vec![WorldPart {
                 world: &mut *self,
@@ -492,7 +495,11 @@ impl World {
             }));
             let events = match engine {
                 Engine::Reference => run_sequential(&mut worlds, &init, end, None),
-                Engine::Threads => run_parallel(&mut worlds, &init, end, lookahead, None)?.events,
+                Engine::Threads => {
+                    let stats = run_parallel(&mut worlds, &init, end, lookahead, None)?;
+                    parallel = Some(stats);
+                    stats.events
+                }
             };
             let last = worlds.iter().map(|w| w.last).max().unwrap_or(Time::ZERO);
             (events, last)
@@ -515,7 +522,15 @@ impl World {
             },
         };
         self.stats = Some(stats);
+        self.parallel = parallel;
         Ok(stats)
+    }
+
+    /// The engine's figures of the last run on its threads ([`Engine::Threads`]): windows,
+    /// events and copies sent between parts, late events, and the time the parts spent
+    /// handling, numbering and renumbering.
+    pub fn parallel_stats(&self) -> Option<ParallelStats> {
+        self.parallel
     }
 
     /// Checks that both ends of every flow are in one part, and interns every flow's

@@ -236,6 +236,8 @@ pub struct World {
     /// Whether a split run took the events out of `sched` (`crate::split`): the world
     /// cannot run again, even if that run failed.
     pub(crate) spent: bool,
+    /// The parallel engine's figures of a split run on threads.
+    pub(crate) parallel: Option<dcsim_engine::parallel::ParallelStats>,
 }
 
 /// Queue-length samples of every switch port, by tier (`"leaf->spine"`: the port's node's
@@ -435,6 +437,7 @@ impl World {
             events: 0,
             wall_seconds: 0.0,
             spent: false,
+            parallel: None,
         })
     }
 
