@@ -19,7 +19,7 @@
 use dcsim_engine::parallel::Slot;
 use dcsim_engine::{Schedule, Time};
 
-use crate::{NetCx, NetEvent, Network, Packet, PacketId, PacketPool, PortId};
+use crate::{NetCx, NetEvent, Network, Packet, PacketId, PacketPool, Port, PortId};
 
 /// Which handler creates the arrival event of a packet put on a link between parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +81,11 @@ impl Network {
     pub fn split_links(&mut self, mut crossing: impl FnMut(PortId) -> bool) {
         let n = self.ports.len();
         for (i, p) in self.ports.iter_mut().enumerate() {
-            p.crossing = crossing(PortId::new(i));
+            if crossing(PortId::new(i)) {
+                p.marks |= Port::CROSSING;
+            } else {
+                p.marks &= !Port::CROSSING;
+            }
         }
         self.crossings.copied = vec![Time::ZERO; n];
         self.crossings.emptied = vec![None; n];

@@ -38,7 +38,7 @@ impl Network {
         if let Some(t) = s.ready_at {
             cx.sched.at(t, NetEvent::PortReady(port));
         }
-        if p.crossing {
+        if p.crossing() {
             self.copy_out(port, cx);
         } else if let Some((t, head)) = s.arrive_at {
             cx.sched.at(t, NetEvent::LinkArrive(port, head));
@@ -58,7 +58,7 @@ impl Network {
         if let Some(t) = s.ready_at {
             cx.sched.at(t, NetEvent::PortReady(port));
         }
-        if p.crossing {
+        if p.crossing() {
             self.copy_out(port, cx);
             return None; // a link between parts leaves a switch, never a host
         } else if let Some((t, head)) = s.arrive_at {
@@ -89,14 +89,14 @@ impl Network {
         let (pkt, next) = link.on_arrive(cx.now, cx.pool);
         if let Some((t, head)) = next {
             cx.sched.at(t, NetEvent::LinkArrive(port, head));
-        } else if link.crossing {
+        } else if link.crossing() {
             // The next packet's arrival is this handler's to create, at this place, if the
             // copy of the packet is late (`Network::take_copy`).
             self.crossings.emptied(port, cx.now, cx.sched.reserve());
         }
         self.hops += 1;
         let (to_host, node) = (link.to_host, link.peer_node.index());
-        if link.tapped {
+        if link.tapped() {
             self.captured.push(Captured {
                 port,
                 at: cx.now,

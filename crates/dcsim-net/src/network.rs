@@ -211,7 +211,7 @@ impl Network {
     /// when the packet reaches the far end, before the next node forwards or consumes it.
     /// Untapped links cost one predictable branch per hop.
     pub fn tap(&mut self, p: PortId) {
-        self.ports[p.index()].tapped = true;
+        self.ports[p.index()].marks |= Port::TAPPED;
     }
 
     /// The packets captured at tapped links since the last call, in order of arrival; the

@@ -124,12 +124,10 @@ pub struct Port {
     /// Whether the port applies the discipline's thresholds itself (`admit`), and never
     /// calls it.
     thresholds: bool,
-    /// Whether a packet trace records what crosses this link ([`crate::Network::tap`]).
-    pub(crate) tapped: bool,
-    /// Whether the link leads to another part of a split run
-    /// ([`crate::Network::split_links`]): the sending part's copy of the port keeps the
-    /// packets for its own accounting and sends copies, the receiving part's takes them in.
-    pub(crate) crossing: bool,
+    /// What the link does besides carrying packets: [`Port::TAPPED`], [`Port::CROSSING`]
+    /// (one byte for both: a second `bool` here would push the discipline into a seventh
+    /// line).
+    pub(crate) marks: u8,
     /// How the port adds queueing delay to data packets' `queue_delay_ns`, if it does.
     delay_stamp: DelayStamp,
     /// The host at the far end, if the link leads to a host.
@@ -251,6 +249,24 @@ pub(crate) struct PortSched {
 }
 
 impl Port {
+    /// A packet trace records what crosses this link ([`crate::Network::tap`]).
+    pub(crate) const TAPPED: u8 = 1;
+    /// The link leads to another part of a split run ([`crate::Network::split_links`]):
+    /// the sending part's copy of the port keeps the packets for its own accounting and
+    /// sends copies, the receiving part's takes them in.
+    pub(crate) const CROSSING: u8 = 2;
+
+    /// Whether the link is marked [`Port::TAPPED`].
+    #[inline]
+    pub(crate) fn tapped(&self) -> bool {
+        self.marks & Self::TAPPED != 0
+    }
+    /// Whether the link is marked [`Port::CROSSING`].
+    #[inline]
+    pub(crate) fn crossing(&self) -> bool {
+        self.marks & Self::CROSSING != 0
+    }
+
     pub(crate) fn new(
         qdisc: Qdisc,
         rate: Rate,
@@ -280,8 +296,7 @@ impl Port {
             pending_at: Time::MAX,
             pipe: VecDeque::new(),
             fifo,
-            tapped: false,
-            crossing: false,
+            marks: 0,
             queued: 0,
             backlog_bytes: 0,
             backlog_pkts: 0,
