@@ -818,16 +818,12 @@ pub fn run_parallel<P: Part>(
     );
     let n = parts.len();
     assert!(u32::try_from(n).is_ok(), "too many parts");
-    let mut heaps: Vec<PartHeap<P::Event>> = (0..n).map(|_| PartHeap::new()).collect();
-    for (i, &(p, t, ev)) in init.iter().enumerate() {
-        let heap = heaps
-            .get_mut(p)
-            .ok_or(ParallelError::NoSuchPart { to: p, parts: n })?;
-        heap.push_own(t.0, i as u64, ev);
+    if let Some(&(p, _, _)) = init.iter().find(|e| e.0 >= n) {
+        return Err(ParallelError::NoSuchPart { to: p, parts: n });
     }
     // Half the look-ahead, or less: offsets in a window must fit 32 bits.
     let width = (lookahead.0 / 2).min(u64::from(u32::MAX));
-    let Some(first) = heaps.iter_mut().filter_map(PartHeap::peek_time).min() else {
+    let Some(first) = init.iter().map(|e| e.1.0).min() else {
         return Ok(ParallelStats::default());
     };
     let shared = Shared {
@@ -856,25 +852,36 @@ pub fn run_parallel<P: Part>(
     let outcomes: Vec<Outcome> = std::thread::scope(|s| {
         let handles: Vec<_> = parts
             .iter_mut()
-            .zip(heaps)
             .enumerate()
-            .map(|(p, (part, heap))| {
-                let worker = Worker {
-                    p,
-                    n,
-                    part,
-                    heap,
-                    log: WindowLog::new(n),
-                    count: 0,
-                    out: Out::new(),
-                    late: Late::new(),
-                    deferred: Vec::new(),
-                    early_error: None,
-                    used: Vec::new(),
-                    expected: Vec::new(),
-                };
+            .map(|(p, part)| {
                 let shared = &shared;
-                s.spawn(move || worker.run(shared, plan))
+                // Everything a part writes as it runs is allocated by its own thread: the
+                // allocator keeps each thread's blocks apart, so no cache line holds data
+                // that two threads write (built by the calling thread, the heaps of two
+                // parts could lie side by side).
+                s.spawn(move || {
+                    let mut heap = PartHeap::new();
+                    for (i, &(q, t, ev)) in init.iter().enumerate() {
+                        if q == p {
+                            heap.push_own(t.0, i as u64, ev);
+                        }
+                    }
+                    let worker = Worker {
+                        p,
+                        n,
+                        part,
+                        heap,
+                        log: WindowLog::new(n),
+                        count: 0,
+                        out: Out::new(),
+                        late: Late::new(),
+                        deferred: Vec::new(),
+                        early_error: None,
+                        used: Vec::new(),
+                        expected: Vec::new(),
+                    };
+                    worker.run(shared, plan)
+                })
             })
             .collect();
         handles
