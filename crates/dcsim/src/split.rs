@@ -427,16 +427,29 @@ impl World {
             self.check_ends(&partition)?;
         }
         let router = Router::new(&partition, &self.net, &self.flows);
-        let mut copies = Vec::with_capacity(parts - 1);
-        for _ in 1..parts {
-            let mut w = Self::new(self.scenario.clone())
-                .expect("a scenario that was built once builds again");
-            // Its events are this world's, which go to the engine once (below).
-            w.sched = dcsim_engine::Scheduler::new();
-            w.spent = true;
-            w.intern_routes();
-            copies.push(Lines(w));
-        }
+        // Each copy is built on a thread of its own, so that its memory comes from that
+        // thread's arena of the allocator, away from this world's and the other copies'
+        // (two parts' buffers side by side would share the cache line between them).
+        let scenario = &self.scenario;
+        let mut copies: Vec<Lines> = std::thread::scope(|s| {
+            let builders: Vec<_> = (1..parts)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut w = Self::new(scenario.clone())
+                            .expect("a scenario that was built once builds again");
+                        // Its events are this world's, which go to the engine once (below).
+                        w.sched = dcsim_engine::Scheduler::new();
+                        w.spent = true;
+                        w.intern_routes();
+                        Lines(w)
+                    })
+                })
+                .collect();
+            builders
+                .into_iter()
+                .map(|b| b.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
         self.spent = true;
         let crossing = |net: &Network, p: PortId| {
             let port = net.port(p);
