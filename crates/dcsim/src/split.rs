@@ -429,7 +429,7 @@ impl World {
         let router = Router::new(&partition, &self.net, &self.flows);
         // Each copy is built on a thread of its own, so that its memory comes from that
         // thread's arena of the allocator, away from this world's and the other copies'
-        // (two parts' buffers side by side would share the cache line between them).
+        // (two parts' buffers side by side could share the cache line between them).
         let scenario = &self.scenario;
         let mut copies: Vec<Lines> = std::thread::scope(|s| {
             let builders: Vec<_> = (1..parts)
