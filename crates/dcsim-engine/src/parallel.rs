@@ -265,11 +265,24 @@ fn part_index(part: usize) -> u32 {
 #[derive(Debug)]
 pub struct Late<E> {
     buf: Vec<(Time, E, Slot, Slot)>,
+    /// Whether the receiving part asked to stop the run ([`Late::halt`]).
+    halted: bool,
 }
 
 impl<E> Late<E> {
     fn new() -> Self {
-        Self { buf: Vec::new() }
+        Self {
+            buf: Vec::new(),
+            halted: false,
+        }
+    }
+
+    /// Stops the run: the model found, in a message, that it cannot go on exactly (it
+    /// keeps the reason itself). A parallel run stops after the window in which the
+    /// message is received, with [`ParallelError::Halted`]; the reference run stops
+    /// before the next event and returns normally.
+    pub fn halt(&mut self) {
+        self.halted = true;
     }
 
     /// Creates `ev` at `at` in `slot`, reserved by a handler (this part's or the sender's)
@@ -291,7 +304,8 @@ impl<E> Late<E> {
 /// each numbered in the order of creation as one [`Scheduler`] does (reserved slots count
 /// as creations). Messages are received right after the handler that sends them.
 /// `order`, if given, receives the part of each event handled, in order. Returns the
-/// number of events handled.
+/// number of events handled; a part that halts the run ([`Late::halt`]) stops it after the
+/// handler that sent the message.
 ///
 /// # Panics
 /// If an event or a message names a part that does not exist, an event is created before
@@ -322,6 +336,7 @@ pub fn run_sequential<P: Part>(
     // Events expected from hand-overs, by `(creating part, time, tag, receiving part)`.
     let mut expected = std::collections::HashMap::new();
     let mut events = 0;
+    let mut halted = false;
     while let Some(t) = heap.peek_time()
         && t <= end.0
     {
@@ -360,6 +375,7 @@ pub fn run_sequential<P: Part>(
                 "part {p} sent a message to part {q} (of {n})"
             );
             parts[q as usize].receive(&msg, &mut late);
+            halted |= std::mem::take(&mut late.halted);
             for (at, e, a, b) in late.buf.drain(..) {
                 let g = a.num.max(b.num);
                 assert!(g < out.next, "a late event names a slot not yet reserved");
@@ -376,6 +392,9 @@ pub fn run_sequential<P: Part>(
             o.push(p);
         }
         events += 1;
+        if halted {
+            return events;
+        }
     }
     assert!(
         expected
@@ -435,6 +454,13 @@ pub enum ParallelError {
         at: Time,
         /// The handler's time.
         now: Time,
+    },
+    /// A part stopped the run on a message it received ([`Late::halt`]); the model knows
+    /// why.
+    #[error("part {part} stopped the run")]
+    Halted {
+        /// The part.
+        part: usize,
     },
     /// A handler sent a message to its own part.
     #[error("part {part} sent a message to itself")]
@@ -1162,6 +1188,10 @@ impl<P: Part> Worker<'_, P> {
             let earliest = log.start.saturating_add(2 * width);
             for msg in &log.msgbox[self.p] {
                 self.part.receive(msg, &mut self.late);
+                if std::mem::take(&mut self.late.halted) {
+                    self.early_error
+                        .get_or_insert(ParallelError::Halted { part: self.p });
+                }
                 for (at, ev, a, b) in self.late.buf.drain(..) {
                     if at.0 < earliest {
                         self.early_error.get_or_insert(ParallelError::Lookahead {
@@ -2215,6 +2245,57 @@ mod tests {
         let mut many = [Note { got: 0 }, Note { got: 0 }];
         run_parallel(&mut many, &init, Time(60), Dur(100), None).unwrap();
         assert_eq!((one[1].got, many[1].got), (1, 1));
+    }
+
+    /// Each part ticks every 10 ps and tells the other part at every tick; part 1 halts the
+    /// run on the third message it receives.
+    struct Halting {
+        to: usize,
+        got: u32,
+        ticks: u32,
+    }
+    impl Part for Halting {
+        type Event = ();
+        type Message = ();
+        fn handle(&mut self, now: Time, (): (), out: &mut Out<(), ()>) {
+            self.ticks += 1;
+            out.send(self.to, ());
+            out.schedule(1 - self.to, now + Dur(10), ());
+        }
+        fn receive(&mut self, (): &(), late: &mut Late<()>) {
+            self.got += 1;
+            if self.to == 0 && self.got == 3 {
+                late.halt();
+            }
+        }
+    }
+
+    #[test]
+    fn a_part_can_halt_the_run_on_a_message() {
+        let halting = || {
+            [
+                Halting {
+                    to: 1,
+                    got: 0,
+                    ticks: 0,
+                },
+                Halting {
+                    to: 0,
+                    got: 0,
+                    ticks: 0,
+                },
+            ]
+        };
+        let init = [(0, Time(0), ()), (1, Time(0), ())];
+        let mut one = halting();
+        let events = run_sequential(&mut one, &init, Time(100_000), None);
+        // Part 1 receives part 0's messages right after each of part 0's ticks.
+        assert_eq!(events, 5, "{:?}", (one[0].ticks, one[1].ticks));
+        let mut many = halting();
+        let err = run_parallel(&mut many, &init, Time(100_000), Dur(10), None).unwrap_err();
+        assert_eq!(err, ParallelError::Halted { part: 1 });
+        // Stopped soon after, not at the end.
+        assert!(many[0].ticks < 20, "{}", many[0].ticks);
     }
 
     /// Part 0 reserves a slot and sends it twice; part 1 creates an event in it each time.
