@@ -250,6 +250,13 @@ pub trait Transport: Sized {
     fn sample(tx: &Self::Sender, rx: &Self::Receiver, out: &mut Vec<(&'static str, f64)>);
     /// A packet arrived for the flow after both ends had finished.
     fn on_straggler(_pkt: &Packet, _r: &mut FlowRecord) {}
+    /// Whether the sender alone knows when a flow without a stop time has finished: once
+    /// the sender is done, the receiver holds every byte and is idle, and stays so, and
+    /// [`Transport::record`] reads the sender only. A run split between threads can then
+    /// run the two ends of a flow in different parts (ADR 0010, item 3): the sender's part
+    /// decides the finish and tells the receiver's. Debug builds check the first half at
+    /// every event of every flow that runs whole.
+    const SENDER_FINISHES: bool = false;
     /// How `pkt` appears in a packet trace; the default is the generic UDP form.
     fn trace_header(_cfg: &Self::Config, _pkt: &Packet) -> TraceHeader {
         TraceHeader::Udp

@@ -111,7 +111,15 @@ impl<T: Transport> Pair<T> {
             completed,
             finished: completed && done && self.rx.is_idle(),
             nic_blocked: self.tx.is_nic_blocked() && !done,
+            done,
+            sender_finishes: T::SENDER_FINISHES,
         }
+    }
+
+    /// Swaps the receiving ends of two copies of one flow (a run split between threads
+    /// gathers each end from the part that ran it).
+    pub(crate) fn swap_receiver(&mut self, other: &mut Self) {
+        std::mem::swap(&mut self.rx, &mut other.rx);
     }
 
     fn fold_into(&self, r: &mut FlowRecord, long_lived: bool) {
@@ -141,6 +149,10 @@ struct Progress {
     finished: bool,
     /// The sender waits for room in its NIC queue.
     nic_blocked: bool,
+    /// The sender is done.
+    done: bool,
+    /// The transport's [`Transport::SENDER_FINISHES`].
+    sender_finishes: bool,
 }
 
 /// An event for one end of a flow.
@@ -158,6 +170,13 @@ struct Flow {
     record: FlowRecord,
     conn: Option<Box<Conn>>,
     waiting_nic: bool,
+    /// In a copy of the flow table that runs one end of the flow only (a run split
+    /// between threads, [`Flows::run_one_end`]): that end.
+    only: Option<Side>,
+    /// In the copy that runs the receiver only: the time of the latest event after the
+    /// receiver held every byte that one thread would not have handled the same way after
+    /// the finish (a packet, or a timer that was not stale).
+    live_after_complete: Option<Time>,
 }
 
 /// All flows of a simulation.
@@ -176,6 +195,9 @@ pub struct Flows {
     /// only when [`Flows::track_completions`] asked for it.
     just_completed: Vec<FlowId>,
     track_completed: bool,
+    /// Flows whose sender alone this copy runs, finished since the facade last took them
+    /// ([`Flows::take_finished_ends`]), with the time of the finish.
+    finished_ends: Vec<(FlowId, Time)>,
 }
 
 impl Flows {
@@ -194,6 +216,7 @@ impl Flows {
             stale_timers: 0,
             just_completed: Vec::new(),
             track_completed: false,
+            finished_ends: Vec::new(),
         }
     }
 
@@ -281,6 +304,8 @@ impl Flows {
             record: FlowRecord::default(),
             conn: None,
             waiting_nic: false,
+            only: None,
+            live_after_complete: None,
         });
         FlowId::new(self.flows.len() - 1)
     }
@@ -402,6 +427,9 @@ impl Flows {
         cx.pool.free(pkt);
         let f = p.flow;
         let fl = &mut self.flows[f.index()];
+        if fl.only.is_some() && fl.record.end.is_some() {
+            fl.live_after_complete = Some(cx.now);
+        }
         let Some(conn) = fl.conn.as_deref_mut() else {
             // A straggler for a finished flow: a duplicate ACK, or a credit that was in
             // flight when the receiver stopped.
@@ -439,6 +467,11 @@ impl Flows {
             self.stale_timers += 1;
             return;
         };
+        // In a receiver's copy, a timer after the receiver held every byte: one thread
+        // would have counted it as stale after the finish, which it does here too only if
+        // it is stale.
+        let watch = fl.only.is_some() && fl.record.end.is_some();
+        let stale_before = self.stale_timers;
         let side = key.side();
         let host = match side {
             Side::Sender => fl.spec.src,
@@ -454,6 +487,9 @@ impl Flows {
             cx,
             Ev::Timer(key.kind(), generation)
         ));
+        if watch && self.stale_timers == stale_before {
+            self.flows[f.index()].live_after_complete = Some(cx.now);
+        }
         self.after(f, progress, cx.now);
     }
 
@@ -500,6 +536,15 @@ impl Flows {
             fl.waiting_nic = true;
             self.nic_waiters[fl.spec.src.index()].push(f);
         }
+        if let Some(side) = fl.only {
+            self.after_one_end(f, side, p, now);
+            return;
+        }
+        debug_assert!(
+            !p.sender_finishes || !p.done || p.finished,
+            "flow {f}: the sender is done, but the receiver does not hold every byte or is \
+             not idle: the transport's SENDER_FINISHES is wrong"
+        );
         if p.completed && fl.record.end.is_none() {
             fl.record.end = Some(now);
             self.completed += 1;
@@ -514,5 +559,123 @@ impl Flows {
                 .fold_into(&mut fl.record, fl.spec.size_bytes.is_none()));
             self.active -= 1;
         }
+    }
+
+    /// [`Flows::after`] for a flow of which this copy runs one end: the sender's copy
+    /// finishes the flow when the sender is done ([`Transport::SENDER_FINISHES`]) and
+    /// keeps the finish for the receiver's copy; the receiver's copy records the
+    /// completion and keeps its connection until it hears of the finish
+    /// ([`Flows::end_finished_elsewhere`]).
+    #[cold]
+    #[inline(never)]
+    fn after_one_end(&mut self, f: FlowId, side: Side, p: Progress, now: Time) {
+        let fl = &mut self.flows[f.index()];
+        match side {
+            Side::Sender => {
+                if p.done
+                    && let Some(c) = fl.conn.take()
+                {
+                    // The receiver's part of the record comes from the receiver's copy.
+                    with_pair!(&*c, |p| p
+                        .fold_into(&mut fl.record, fl.spec.size_bytes.is_none()));
+                    self.active -= 1;
+                    self.finished_ends.push((f, now));
+                }
+            }
+            Side::Receiver => {
+                if p.completed && fl.record.end.is_none() {
+                    fl.record.end = Some(now);
+                    self.completed += 1;
+                }
+            }
+        }
+    }
+
+    /// Whether flow `f` can run its two ends in different copies of the flow table
+    /// ([`Flows::run_one_end`]): its transport's sender alone knows when it has finished
+    /// ([`Transport::SENDER_FINISHES`]), and it has no stop time (which the two ends
+    /// share).
+    pub fn can_run_ends_apart(&self, f: FlowId) -> bool {
+        let fl = &self.flows[f.index()];
+        self.transports[fl.spec.transport as usize].sender_finishes() && fl.spec.stop.is_none()
+    }
+
+    /// Makes this copy of the flow table run only the `side` end of flow `f`
+    /// ([`Flows::can_run_ends_apart`]), before the run; another copy runs the other end.
+    /// The sender's copy starts the flow as usual and finishes it when the sender is done
+    /// ([`Flows::take_finished_ends`]). The receiver's copy opens the receiver now, with
+    /// `info` (what the sender's copy will open it with), and never counts the flow as
+    /// running.
+    pub fn run_one_end(&mut self, f: FlowId, side: Side, info: &FlowInfo) {
+        debug_assert!(self.can_run_ends_apart(f));
+        let fl = &mut self.flows[f.index()];
+        fl.only = Some(side);
+        if side == Side::Receiver {
+            let conn = self.transports[fl.spec.transport as usize].open(info, &self.rng);
+            fl.conn = Some(Box::new(conn));
+        }
+    }
+
+    /// Whether flows whose sender alone this copy runs have finished since
+    /// [`Flows::take_finished_ends`] last took them.
+    #[inline]
+    pub fn has_finished_ends(&self) -> bool {
+        !self.finished_ends.is_empty()
+    }
+
+    /// Takes the flows whose sender alone this copy runs that have finished, each with the
+    /// time of its finish, for the copies that run their receivers
+    /// ([`Flows::end_finished_elsewhere`]).
+    pub fn take_finished_ends(&mut self) -> std::vec::Drain<'_, (FlowId, Time)> {
+        self.finished_ends.drain(..)
+    }
+
+    /// In the copy that runs the receiver of flow `f` alone: the sender's copy finished
+    /// the flow at `at`. Drops the receiver, keeping what it delivered, so that later
+    /// packets and timers of the flow are stragglers, as on one thread.
+    ///
+    /// # Errors
+    /// If this copy has already handled an event of the flow at or after `at` that one
+    /// thread would have handled as a straggler (a packet, or a timer that was not
+    /// stale), or the receiver is not complete and idle (one thread would not have
+    /// finished the flow at `at`): the time of that event, or `at`. The run then differs
+    /// from the one-thread run, and must stop.
+    pub fn end_finished_elsewhere(&mut self, f: FlowId, at: Time) -> Result<(), Time> {
+        let fl = &mut self.flows[f.index()];
+        debug_assert_eq!(fl.only, Some(Side::Receiver));
+        if let Some(t) = fl.live_after_complete.filter(|&t| t >= at) {
+            return Err(t);
+        }
+        let Some(c) = fl.conn.take() else {
+            return Err(at);
+        };
+        let (complete, idle, delivered) = with_pair!(&*c, |p| (
+            p.rx.is_complete(),
+            p.rx.is_idle(),
+            p.delivered_bytes()
+        ));
+        if !(complete && idle) {
+            return Err(at);
+        }
+        fl.record.delivered_bytes = delivered;
+        Ok(())
+    }
+
+    /// Gathers flow `f`, whose sender this copy ran and whose receiver `other` ran, into
+    /// this copy: the receiver's end (if both are still open), its completion time and the
+    /// bytes it delivered. Counters are not touched ([`Flows::take_flows_from`] adds
+    /// them).
+    pub fn take_receiver_from(&mut self, other: &mut Self, f: FlowId) {
+        let (mine, theirs) = (&mut self.flows[f.index()], &mut other.flows[f.index()]);
+        debug_assert_eq!(mine.spec, theirs.spec, "tables of different flows");
+        if let (Some(a), Some(b)) = (mine.conn.as_deref_mut(), theirs.conn.as_deref_mut()) {
+            a.swap_receiver(b);
+        }
+        mine.record.end = theirs.record.end;
+        mine.record.delivered_bytes = match theirs.conn.as_deref() {
+            Some(c) => with_pair!(c, |p| p.delivered_bytes()),
+            None => theirs.record.delivered_bytes,
+        };
+        mine.only = None;
     }
 }

@@ -94,6 +94,11 @@ macro_rules! transports {
             pub fn defaults() -> Vec<Self> {
                 vec![$(Self::$V(Default::default())),+]
             }
+            /// Whether the sender alone knows when a flow has finished
+            /// ([`Transport::SENDER_FINISHES`]).
+            pub fn sender_finishes(&self) -> bool {
+                match self { $(Self::$V(_) => <$T as Transport>::SENDER_FINISHES,)+ }
+            }
             /// Books a packet that arrived after both ends of its flow had finished.
             pub(crate) fn on_straggler(&self, pkt: &Packet, r: &mut FlowRecord) {
                 match self { $(Self::$V(_) => <$T as Transport>::on_straggler(pkt, r),)+ }
@@ -137,6 +142,16 @@ macro_rules! transports {
         #[allow(clippy::large_enum_variant)] // boxed in the flow table
         pub(crate) enum Conn {
             $($V(Pair<$T>),)+
+        }
+
+        impl Conn {
+            /// Swaps the receiving ends of two connections of one flow.
+            pub(crate) fn swap_receiver(&mut self, other: &mut Conn) {
+                match (self, other) {
+                    $((Conn::$V(a), Conn::$V(b)) => a.swap_receiver(b),)+
+                    _ => unreachable!("one flow, one transport"),
+                }
+            }
         }
 
         /// Every transport's per-host state, indexed by host.

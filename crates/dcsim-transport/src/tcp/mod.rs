@@ -393,6 +393,9 @@ impl Transport for Tcp {
     }
     /// `timeouts`: retransmission timeouts.
     const FLOW_COUNTERS: &'static [&'static str] = &["timeouts"];
+    /// The sender is done when every byte is acknowledged, so the receiver has them all,
+    /// and a receiver that has every byte acknowledges each packet at once: it is idle.
+    const SENDER_FINISHES: bool = true;
     fn record(tx: &TcpSender, _rx: &TcpReceiver, r: &mut FlowRecord) {
         r.retransmits = tx.stats().retransmits;
         r.counters[0] = tx.stats().timeouts;
