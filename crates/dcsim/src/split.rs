@@ -16,10 +16,13 @@
 //! the sending part sends a copy of each packet it puts on such a link, and the arrival
 //! events are created where one thread creates them, late if need be, in a slot reserved
 //! by the handler that should have created them (`dcsim_net::Crossed`; ADR 0010, items 1
-//! and 2). Both ends of every flow must still be in one part: flows whose ends are in
-//! different parts (item 3) are the next step, and until it is built a run with one is
-//! refused before it starts, naming the flow. Routes are interned in every part in the
-//! order of the flows, so that a route's number means the same in every part.
+//! and 2). A flow whose ends are in different parts runs each end in its host's part
+//! (item 3), if its transport's sender alone knows when it has finished (TCP) and it has
+//! no stop time: the sender's part finishes it and tells the receiver's part, which stops
+//! the run ([`SplitError::Uncertain`]) if it has already handled an event of the flow
+//! that one thread would have handled as a straggler; other flows between parts are
+//! refused before the run, by name. Routes are interned in every part in the order of the
+//! flows, so that a route's number means the same in every part.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -67,11 +70,13 @@ pub enum SplitError {
         /// Why not.
         reason: String,
     },
-    /// A flow's two ends are in different parts, which is not built yet.
+    /// A flow's two ends are in different parts, and its transport or its stop time
+    /// needs them in one.
     #[error(
-        "flow {flow} (host {src} to host {dst}) has its ends in different parts: a flow's \
-         ends cannot be split yet (ADR 0010, item 3); keep both ends of every flow in one \
-         part, or run on one thread"
+        "flow {flow} (host {src} to host {dst}) has its ends in different parts, and its \
+         transport (only TCP's sender knows alone when a flow has finished) or its stop \
+         time (which both ends share) needs them in one (ADR 0010, item 3); keep both \
+         ends of such flows in one part, or run on one thread"
     )]
     Crossing {
         /// The flow.
@@ -80,6 +85,26 @@ pub enum SplitError {
         src: u32,
         /// Its destination host.
         dst: u32,
+    },
+    /// The receiver's part of a flow whose ends run in different parts handled an event
+    /// of the flow at or after the finish that the sender's part decided, which one thread
+    /// would have handled as a straggler (a retransmission that reached the receiver
+    /// less than a look-ahead after the last acknowledgment reached the sender), or the
+    /// receiver was not idle then. The split run cannot give the one-thread outputs and
+    /// stopped; the world cannot run again.
+    #[error(
+        "flow {flow}: the sender's part finished it at {finish:?}, and the receiver's part \
+         had handled an event of it at {at:?}, which one thread would have handled after \
+         the finish: this run cannot be split exactly (ADR 0010, item 3); run it on one \
+         thread"
+    )]
+    Uncertain {
+        /// The flow.
+        flow: u32,
+        /// The finish, decided by the sender's part.
+        finish: Time,
+        /// The receiver's event.
+        at: Time,
     },
     /// The world has already run, or began a run that failed.
     #[error("the world has already run")]
@@ -288,14 +313,24 @@ struct WorldPart<'w> {
     router: &'w Router,
     /// The time of the last event handled.
     last: Time,
+    /// Why the part stopped the run, if it did.
+    error: Option<SplitError>,
+}
+
+/// What one part tells another.
+enum Message {
+    /// A copy of a packet put on a link between them.
+    Copy(Crossed),
+    /// The sender's part finished a flow, whose receiver the other part runs, at a time.
+    Finished(FlowId, Time),
 }
 
 impl Part for WorldPart<'_> {
     type Event = Event;
-    type Message = Crossed;
+    type Message = Message;
 
     #[inline]
-    fn handle(&mut self, now: Time, ev: Event, out: &mut Out<Event, Crossed>) {
+    fn handle(&mut self, now: Time, ev: Event, out: &mut Out<Event, Message>) {
         self.last = now;
         let mut sched = PartSched {
             out,
@@ -304,15 +339,40 @@ impl Part for WorldPart<'_> {
         self.world.dispatch(&mut sched, now, ev);
         if self.world.net.has_copies() {
             for c in self.world.net.take_copies() {
-                out.send(self.router.arrive[c.port().index()] as usize, c);
+                out.send(
+                    self.router.arrive[c.port().index()] as usize,
+                    Message::Copy(c),
+                );
+            }
+        }
+        if self.world.flows.has_finished_ends() {
+            for (f, at) in self.world.flows.take_finished_ends() {
+                out.send(
+                    self.router.ends[f.index()][1] as usize,
+                    Message::Finished(f, at),
+                );
             }
         }
     }
 
-    fn receive(&mut self, c: &Crossed, late: &mut Late<Event>) {
+    fn receive(&mut self, msg: &Message, late: &mut Late<Event>) {
         let w = &mut *self.world;
-        if let Some((at, ev, a, b)) = w.net.take_copy(c, &mut w.pool) {
-            late.schedule_as_later_of(at, Event::Net(ev), a, b);
+        match *msg {
+            Message::Copy(ref c) => {
+                if let Some((at, ev, a, b)) = w.net.take_copy(c, &mut w.pool) {
+                    late.schedule_as_later_of(at, Event::Net(ev), a, b);
+                }
+            }
+            Message::Finished(f, finish) => {
+                if let Err(at) = w.flows.end_finished_elsewhere(f, finish) {
+                    self.error.get_or_insert(SplitError::Uncertain {
+                        flow: f.0,
+                        finish,
+                        at,
+                    });
+                    late.halt();
+                }
+            }
         }
     }
 
@@ -330,7 +390,7 @@ struct Lines(World);
 /// A part's output as the world's handlers see it: each event for the part that handles
 /// it.
 struct PartSched<'a> {
-    out: &'a mut Out<Event, Crossed>,
+    out: &'a mut Out<Event, Message>,
     router: &'a Router,
 }
 
@@ -387,11 +447,14 @@ impl World {
     /// feature that is not split yet (flow generators that draw their flows as the run
     /// goes, the Ideal oracle, an SDN controller, Fastpass, the event log, packet
     /// spraying), if the network has no split by pods ([`SplitError::Unsplittable`]), or
-    /// if a flow's two ends are in different parts ([`SplitError::Crossing`]). Nothing
-    /// has run then, and the world can still run. Once the engine has begun, the world
-    /// cannot run again, even if the engine refuses the run ([`SplitError::AlreadyRun`]).
+    /// if a flow's two ends are in different parts and its transport or stop time needs
+    /// them in one ([`SplitError::Crossing`]). Nothing has run then, and the world can
+    /// still run. Once the engine has begun, the world cannot run again
+    /// ([`World::is_spent`]), even if the run stopped: because the receiver's part of a
+    /// flow could not know of its finish in time ([`SplitError::Uncertain`]), or because
+    /// the engine refused it.
     pub fn run_split(&mut self, engine: Engine, parts: usize) -> Result<RunStats, SplitError> {
-        if self.spent || self.stats.is_some() || self.events > 0 {
+        if self.is_spent() {
             return Err(SplitError::AlreadyRun);
         }
         let mut refused = vec![
@@ -423,9 +486,11 @@ impl World {
         } else {
             Partition::by_pods(&self.net, parts)?
         };
-        if parts > 1 {
-            self.check_ends(&partition)?;
-        }
+        let apart = if parts > 1 {
+            self.check_ends(&partition)?
+        } else {
+            Vec::new()
+        };
         let router = Router::new(&partition, &self.net, &self.flows);
         // Each copy is built on a thread of its own, so that its memory comes from that
         // thread's arena of the allocator, away from this world's and the other copies'
@@ -461,6 +526,21 @@ impl World {
                     .map(|p| crossing(&w.net, PortId::new(p)))
                     .collect();
                 w.net.split_links(|p| marks[p.index()]);
+            }
+        }
+        // Each end of a flow whose ends are in different parts runs in its own part only.
+        for &f in &apart {
+            for (q, side) in router.ends[f.index()]
+                .into_iter()
+                .zip([Side::Sender, Side::Receiver])
+            {
+                let w = if q == 0 {
+                    &mut *self
+                } else {
+                    &mut copies[q as usize - 1].0
+                };
+                let (info, _) = w.flow_info(f);
+                w.flows.run_one_end(f, side, &info);
             }
         }
         let end = self.end.unwrap_or(Time::MAX);
@@ -500,25 +580,45 @@ impl World {
                 world: &mut *self,
                 router: &router,
                 last: Time::ZERO,
+                error: None,
             }];
             worlds.extend(copies.iter_mut().map(|w| WorldPart {
                 world: &mut w.0,
                 router: &router,
                 last: Time::ZERO,
+                error: None,
             }));
             let events = match engine {
-                Engine::Reference => run_sequential(&mut worlds, &init, end, None),
+                Engine::Reference => Ok(run_sequential(&mut worlds, &init, end, None)),
                 Engine::Threads => {
-                    let stats = run_parallel(&mut worlds, &init, end, lookahead, None)?;
-                    parallel = Some(stats);
-                    stats.events
+                    run_parallel(&mut worlds, &init, end, lookahead, None).map(|stats| {
+                        parallel = Some(stats);
+                        stats.events
+                    })
                 }
             };
+            // A part that stopped the run says why better than the engine can.
+            if let Some(e) = worlds.iter_mut().find_map(|w| w.error.take()) {
+                return Err(e);
+            }
             let last = worlds.iter().map(|w| w.last).max().unwrap_or(Time::ZERO);
-            (events, last)
+            (events?, last)
         };
         let events = events - shared * (parts as u64 - 1);
         let sim_end = self.end.unwrap_or(last);
+        // A flow whose ends ran apart gathers in its sender's part, which hands it on below
+        // with the flows that ran whole there.
+        for &f in &apart {
+            let [a, b] = router.ends[f.index()].map(|q| q as usize);
+            let (wa, wb) = two_worlds(self, &mut copies, a, b);
+            wa.flows.take_receiver_from(&mut wb.flows, f);
+            if let (Some(base), Some(&theirs)) = (
+                wa.window.flow_base.get_mut(f.index()),
+                wb.window.flow_base.get(f.index()),
+            ) {
+                *base = theirs;
+            }
+        }
         for (i, w) in copies.iter_mut().enumerate() {
             self.take_part(&mut w.0, i + 1, &partition, &router, sim_end);
         }
@@ -546,24 +646,30 @@ impl World {
         self.parallel
     }
 
-    /// Checks that both ends of every flow are in one part, and interns every flow's
-    /// routes in the order of the flows: every part's copy of the network does the same,
-    /// so a route's number names the same route in every part (a packet that crosses
-    /// between parts keeps its route's number).
-    fn check_ends(&mut self, partition: &Partition) -> Result<(), SplitError> {
+    /// Finds the flows whose ends are in different parts, checks that each can run its
+    /// ends apart ([`Flows::can_run_ends_apart`]), and interns every flow's routes in the
+    /// order of the flows: every part's copy of the network does the same, so a route's
+    /// number names the same route in every part (a packet that crosses between parts
+    /// keeps its route's number).
+    fn check_ends(&mut self, partition: &Partition) -> Result<Vec<FlowId>, SplitError> {
+        let mut apart = Vec::new();
         for i in 0..self.flows.len() {
-            let spec = *self.flows.spec(FlowId::new(i));
+            let f = FlowId::new(i);
+            let spec = *self.flows.spec(f);
             let part = |h: HostId| partition.part_of(self.net.host_node(h));
             if part(spec.src) != part(spec.dst) {
-                return Err(SplitError::Crossing {
-                    flow: i as u32,
-                    src: spec.src.0,
-                    dst: spec.dst.0,
-                });
+                if !self.flows.can_run_ends_apart(f) {
+                    return Err(SplitError::Crossing {
+                        flow: i as u32,
+                        src: spec.src.0,
+                        dst: spec.dst.0,
+                    });
+                }
+                apart.push(f);
             }
         }
         self.intern_routes();
-        Ok(())
+        Ok(apart)
     }
 
     /// Interns the routes of every flow, in the order of the flows (as their starts will,
@@ -607,5 +713,28 @@ impl World {
         }
         self.flows.take_flows_from(&mut w.flows, flows);
         self.pool.add_counts(&w.pool);
+    }
+}
+
+/// The worlds of parts `a` and `b` (different): `first` is part 0's, `copies[i]` part
+/// `i + 1`'s.
+fn two_worlds<'a>(
+    first: &'a mut World,
+    copies: &'a mut [Lines],
+    a: usize,
+    b: usize,
+) -> (&'a mut World, &'a mut World) {
+    assert_ne!(a, b, "two different parts");
+    match (a, b) {
+        (0, b) => (first, &mut copies[b - 1].0),
+        (a, 0) => (&mut copies[a - 1].0, first),
+        (a, b) if a < b => {
+            let (low, high) = copies.split_at_mut(b - 1);
+            (&mut low[a - 1].0, &mut high[0].0)
+        }
+        (a, b) => {
+            let (low, high) = copies.split_at_mut(a - 1);
+            (&mut high[0].0, &mut low[b - 1].0)
+        }
     }
 }

@@ -445,6 +445,11 @@ impl World {
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
     }
+    /// Whether the world has run, or began a run that stopped: it cannot run again (a new
+    /// world from [`World::scenario`] can).
+    pub fn is_spent(&self) -> bool {
+        self.spent || self.stats.is_some() || self.events > 0
+    }
     /// The network.
     pub fn net(&self) -> &Network {
         &self.net
@@ -785,6 +790,37 @@ impl World {
     /// reverse (the scenario check rejects such routing, so this is a bug).
     fn start_flow<S: WorldSched>(&mut self, sched: &mut S, f: FlowId, now: Time) {
         let spec = *self.flows.spec(f);
+        let (info, ideal) = self.flow_info(f);
+        let (fwd, transport) = (info.fwd, self.flows.transport_of(f));
+        // The oracle's links: the egress ports of the route (once per flow).
+        let oracle_links: Option<Vec<u32>> = (self.oracle.is_some()
+            && matches!(transport, TransportSpec::Ideal(_)))
+        .then(|| self.net.route_ports(fwd).iter().map(|p| p.0).collect());
+        let mut fcx = FlowCx {
+            now,
+            pool: &mut self.pool,
+            net: &mut self.net,
+            sched,
+        };
+        self.flows.on_start(f, &info, ideal, &mut fcx);
+        if let Some(c) = &mut self.controller {
+            c.on_start(f, fwd);
+        }
+        if let (Some(o), Some(links)) = (&mut self.oracle, oracle_links) {
+            o.start(f, &links, &mut self.flows, &mut fcx);
+        }
+        if let Some(fp) = &mut self.fastpass
+            && matches!(self.flows.transport_of(f), TransportSpec::Fastpass(_))
+        {
+            fp.on_flow_start(f, &spec, now, &mut self.net, &mut self.pool, sched);
+        }
+        self.log_flow(now, f);
+    }
+
+    /// What flow `f`'s ends are opened with (its routes, interned if new, and its hosts'
+    /// link rates), and its ideal completion time if it has a size.
+    pub(crate) fn flow_info(&mut self, f: FlowId) -> (FlowInfo, Option<Dur>) {
+        let spec = *self.flows.spec(f);
         let transport = self.flows.transport_of(f);
         let format = transport.packet_format();
         let key = splitmix(u64::from(f.0));
@@ -819,29 +855,7 @@ impl World {
             dst_link: self.net.port(self.net.nic(spec.dst)).rate(),
             telemetry: self.net.telemetry(),
         };
-        // The oracle's links: the egress ports of the route (once per flow).
-        let oracle_links: Option<Vec<u32>> = (self.oracle.is_some()
-            && matches!(transport, TransportSpec::Ideal(_)))
-        .then(|| self.net.route_ports(fwd).iter().map(|p| p.0).collect());
-        let mut fcx = FlowCx {
-            now,
-            pool: &mut self.pool,
-            net: &mut self.net,
-            sched,
-        };
-        self.flows.on_start(f, &info, ideal, &mut fcx);
-        if let Some(c) = &mut self.controller {
-            c.on_start(f, fwd);
-        }
-        if let (Some(o), Some(links)) = (&mut self.oracle, oracle_links) {
-            o.start(f, &links, &mut self.flows, &mut fcx);
-        }
-        if let Some(fp) = &mut self.fastpass
-            && matches!(self.flows.transport_of(f), TransportSpec::Fastpass(_))
-        {
-            fp.on_flow_start(f, &spec, now, &mut self.net, &mut self.pool, sched);
-        }
-        self.log_flow(now, f);
+        (info, ideal)
     }
 
     fn sample_queues<S: WorldSched>(&mut self, sched: &mut S, now: Time) {

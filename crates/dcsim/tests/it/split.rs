@@ -143,6 +143,11 @@ fn a_world_runs_once() {
 /// through a core switch); every third flow 300 KB starting at a spread of times, the
 /// others long-lived. Plus `extra` flows as `(src, dst)`.
 fn pods_scenario(extra: &[(u32, u32)]) -> World {
+    pods_scenario_with(extra, "", &[])
+}
+
+/// [`pods_scenario`], with `tail` added to the scenario's text, and `sets` (`KEY=VALUE`).
+fn pods_scenario_with(extra: &[(u32, u32)], tail: &str, sets: &[&str]) -> World {
     let mut text = String::from(
         r#"
 schema_version = 1
@@ -184,8 +189,63 @@ cc = "dctcp"
             "[[flows]]\nsrc = {src}\ndst = {dst}\nsize = {size}\nstart = {start}\n"
         ));
     }
-    let spec = ScenarioSpec::parse(&text, "pods", &[]).unwrap_or_else(|e| panic!("{e}"));
+    text.push_str(tail);
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let spec = ScenarioSpec::parse(&text, "pods", &sets).unwrap_or_else(|e| panic!("{e}"));
     World::new(spec.build("pods").unwrap_or_else(|e| panic!("{e}"))).unwrap()
+}
+
+/// Compares a split run of `make`'s world in `parts` parts on `engine` with the one-thread
+/// run `want`.
+fn same_split_outputs(make: &dyn Fn() -> World, want: &Results, parts: usize, engine: Engine) {
+    let mut w = make();
+    w.run_split(engine, parts)
+        .unwrap_or_else(|e| panic!("{parts} parts on {engine:?}: {e}"));
+    let got = Results::collect(&mut w);
+    assert_eq!(got.digest(), want.digest(), "{parts} parts on {engine:?}");
+    let (mut got, mut want) = (comparable(&got), comparable(want));
+    // The sum of the parts' peaks: at least the whole network's.
+    let peak = |s: &mut serde_json::Map<String, serde_json::Value>| {
+        s.remove("peak_packets").unwrap().as_u64().unwrap()
+    };
+    assert!(
+        peak(&mut got) >= peak(&mut want),
+        "{parts} parts on {engine:?}"
+    );
+    let diff = differences(&got, &want);
+    assert!(diff.is_empty(), "{parts} parts on {engine:?}: {diff:?}");
+}
+
+/// Every fourth host also sends to a host two pods on: in two parts of four pods, half of
+/// these flows have their ends in different parts, in four parts all of them.
+fn flows_two_pods_on() -> Vec<(u32, u32)> {
+    (0..192u32)
+        .step_by(4)
+        .map(|h| (h, (h + 48 + 5) % 192))
+        .collect()
+}
+
+#[test]
+fn flows_with_ends_in_different_parts_give_the_one_thread_outputs() {
+    let extra = flows_two_pods_on();
+    let make = || pods_scenario(&extra);
+    let mut one = make();
+    one.run(&mut |_| {});
+    let want = Results::collect(&mut one);
+    // Of the flows apart, the 300 KB ones finish (the sender's part tells the receiver's),
+    // the others run to the end.
+    let first = 384;
+    let finished = (first..first + extra.len())
+        .filter(|&i| i % 3 == 0 && want.flows[i].end_ns.is_some())
+        .count();
+    assert!(finished >= 4, "{finished} flows apart finished");
+    for (parts, engine) in [
+        (2, Engine::Reference),
+        (2, Engine::Threads),
+        (4, Engine::Reference),
+    ] {
+        same_split_outputs(&make, &want, parts, engine);
+    }
 }
 
 #[test]
@@ -224,8 +284,12 @@ fn a_fat_tree_split_by_pods_gives_the_one_thread_outputs() {
 }
 
 #[test]
-fn a_flow_between_parts_is_refused_by_name_before_the_run() {
-    let mut w = pods_scenario(&[(3, 100)]);
+fn a_flow_between_parts_with_a_stop_time_is_refused_by_name_before_the_run() {
+    let mut w = pods_scenario_with(
+        &[],
+        "[[flows]]\nsrc = 3\ndst = 100\nsize = \"inf\"\nstop = \"2ms\"\n",
+        &[],
+    );
     let err = w.run_split(Engine::Threads, 2).unwrap_err();
     assert_eq!(
         err,
@@ -250,4 +314,53 @@ fn a_flow_between_parts_is_refused_by_name_before_the_run() {
     assert!(err.to_string().contains("8 pods"), "{err}");
     // A refused world has not run: it still runs on one thread, and on the engine.
     assert!(w.run_split(Engine::Threads, 2).is_ok());
+}
+
+/// [`pods_scenario`] with the flows of [`flows_two_pods_on`], and 48 flows of 1 KB between
+/// parts from 1 ms on, under a retransmission timeout of 5 µs: each is sent again before
+/// its acknowledgment can come back, and the copies still on the way reach the receiver
+/// after the sender has finished the flow: on one thread, stragglers.
+fn spurious_scenario() -> World {
+    let tail: String = (0..48u32)
+        .map(|h| {
+            format!(
+                "[[flows]]\nsrc = {}\ndst = {}\nsize = \"1KB\"\nstart = \"{}us\"\n",
+                h * 4,
+                (h * 4 + 100) % 192,
+                1000 + 13 * h
+            )
+        })
+        .collect();
+    pods_scenario_with(
+        &flows_two_pods_on(),
+        &tail,
+        &["transport.min_rto=5us", "transport.init_rto=5us"],
+    )
+}
+
+#[test]
+fn stragglers_after_a_finish_decided_in_another_part_are_exact_or_stop_the_run() {
+    let mut one = spurious_scenario();
+    one.run(&mut |_| {});
+    let want = Results::collect(&mut one);
+    // The reference order hands each message over right after the handler that sent it:
+    // the receiver's part hears of every finish before any later event, and its
+    // stragglers are the one-thread run's.
+    for parts in [2, 4] {
+        same_split_outputs(&spurious_scenario, &want, parts, Engine::Reference);
+    }
+    // On threads, the receiver's part hears of a finish at the start of the next window,
+    // and here one straggler came before that: the run stops rather than differ.
+    let mut w = spurious_scenario();
+    match w.run_split(Engine::Threads, 2) {
+        Err(SplitError::Uncertain { flow, finish, at }) => {
+            assert!(at >= finish, "{at:?} < {finish:?}");
+            assert!((432..480).contains(&flow), "flow {flow}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        w.run_split(Engine::Threads, 2).unwrap_err(),
+        SplitError::AlreadyRun
+    );
 }
