@@ -48,6 +48,11 @@ enum Cmd {
         /// Table files: csv, parquet (Arrow types, units in the schema metadata) or both.
         #[arg(long, default_value = "csv", value_parser = clap::value_parser!(Format))]
         format: Format,
+        /// Split the network by pods between this many threads, with results identical to
+        /// one thread's (ADR 0010). A scenario that cannot be split runs on one thread,
+        /// with a note saying why.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+        threads: u16,
     },
     /// Run a scenario over the cross product of --vary values and seeds, in parallel,
     /// resumably; writes one folder per run and index.csv (docs/sweep.md).
@@ -196,7 +201,8 @@ fn main() -> ExitCode {
             sets,
             quiet,
             format,
-        } => run(&file, out, seed, sets, quiet, format),
+            threads,
+        } => run(&file, out, seed, sets, quiet, format, threads.into()),
         Cmd::Sweep(args) => sweep::run(args),
         Cmd::Check { file, sets } => match load(&file, &sets).and_then(|s| {
             let generated = generators(&s)?;
@@ -547,6 +553,7 @@ fn run(
     mut sets: Vec<String>,
     quiet: bool,
     format: Format,
+    threads: usize,
 ) -> ExitCode {
     if let Some(s) = seed {
         sets.push(format!("sim.seed={s}"));
@@ -566,15 +573,45 @@ fn run(
         Err(e) => return config_error(&e),
     };
     world.spill_time_series_beside(&out);
-    let bar = progress_bar(&world, quiet);
-    let stats = world.run(&mut |p| {
-        match p.end {
-            Some(_) => bar.set_position(p.now.as_ns()),
-            None => bar.set_position(p.flows_done.0),
+    let mut split = None;
+    if threads > 1 {
+        let bar = progress_bar(&world, quiet);
+        bar.set_message(format!("on {threads} threads (no progress shown)"));
+        let result = world.run_split(dcsim::split::Engine::Threads, threads);
+        bar.finish_and_clear();
+        match result {
+            Ok(stats) => split = Some(stats),
+            Err(e) => {
+                if !quiet {
+                    eprintln!("note: not split between {threads} threads: {e}");
+                    eprintln!("note: running on one thread");
+                }
+                if world.is_spent() {
+                    // It began on the threads and stopped: start again from the scenario.
+                    world = match World::new(world.scenario().clone()) {
+                        Ok(w) => w,
+                        Err(e) => return config_error(&e),
+                    };
+                    world.spill_time_series_beside(&out);
+                }
+            }
         }
-        bar.set_message(format!("{:.1} M events", p.events as f64 / 1e6));
-    });
-    bar.finish_and_clear();
+    }
+    let stats = match split {
+        Some(stats) => stats,
+        None => {
+            let bar = progress_bar(&world, quiet);
+            let stats = world.run(&mut |p| {
+                match p.end {
+                    Some(_) => bar.set_position(p.now.as_ns()),
+                    None => bar.set_position(p.flows_done.0),
+                }
+                bar.set_message(format!("{:.1} M events", p.events as f64 / 1e6));
+            });
+            bar.finish_and_clear();
+            stats
+        }
+    };
     let results = Results::collect(&mut world);
     if let Err(e) = dcsim_columnar::write_results(&results, &out, format, &[]) {
         eprintln!("error: cannot write results to {}: {e}", out.display());
@@ -584,9 +621,14 @@ fn run(
         eprintln!("{}", results.brief());
         eprintln!("{}", results.port_table(4));
         eprintln!(
-            "simulated {:.3} ms in {:.2} s; results in {}",
+            "simulated {:.3} ms in {:.2} s{}; results in {}",
             stats.sim_end.as_secs_f64() * 1e3,
             stats.wall_seconds,
+            if split.is_some() {
+                format!(" on {threads} threads")
+            } else {
+                String::new()
+            },
             out.display()
         );
     }

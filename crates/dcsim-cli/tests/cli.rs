@@ -87,6 +87,65 @@ fn run_writes_every_result_file_and_output_is_byte_identical() {
     );
 }
 
+/// `--threads 2` on a k = 4 fat-tree (4 pods) with DCTCP flows from every host to a host
+/// two pods on, half of them 200 KB: the tables of one thread, and a note saying it ran
+/// on two threads. On a dumbbell, which has no pods: a note, and a run on one thread.
+#[test]
+fn threads_split_a_fat_tree_and_fall_back_with_a_note() {
+    let dir = tmp("threads");
+    let d = dir.path();
+    let mut text = String::from(
+        "[sim]\nduration = \"2ms\"\n[topology]\nkind = \"fat-tree\"\nk = 4\n\
+         [transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n",
+    );
+    for h in 0..16 {
+        let size = if h % 2 == 0 { "200KB" } else { "inf" };
+        text.push_str(&format!(
+            "[[flows]]\nsrc = {h}\ndst = {}\nsize = \"{size}\"\nstart = \"{}ns\"\n",
+            (h + 9) % 16,
+            137 * h
+        ));
+    }
+    let fat = write(d, &text);
+    let dumbbell = d.join("dumbbell.toml");
+    std::fs::write(&dumbbell, GOOD).unwrap();
+    for (file, split) in [(fat.as_str(), true), (dumbbell.to_str().unwrap(), false)] {
+        let run = |out: &str, threads: &str| {
+            let o = dcsim(&[
+                "run",
+                file,
+                "--out",
+                d.join(out).to_str().unwrap(),
+                "--threads",
+                threads,
+            ]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8_lossy(&o.stderr).into_owned()
+        };
+        run("one", "1");
+        let said = run("two", "2");
+        assert_eq!(said.contains("on 2 threads"), split, "{said}");
+        assert_eq!(said.contains("note: not split"), !split, "{said}");
+        for table in ["flows.csv", "ports.csv", "buckets.csv"] {
+            assert_eq!(
+                std::fs::read(d.join("one").join(table)).unwrap(),
+                std::fs::read(d.join("two").join(table)).unwrap(),
+                "{file}: {table}"
+            );
+        }
+        let flows = std::fs::read_to_string(d.join("two/flows.csv")).unwrap();
+        // The 200 KB flows between pods, each end in its own part, complete.
+        let completed = flows
+            .lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|c| c[4] == "200000" && !c[6].is_empty())
+            .count();
+        assert!(!split || completed == 8, "{flows}");
+    }
+    let o = dcsim(&["run", &fat, "--threads", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
 #[test]
 fn check_show_and_list_work_on_the_examples() {
     for f in [
