@@ -762,24 +762,51 @@ impl World {
     fn generate<S: WorldSched>(&mut self, sched: &mut S, i: usize, now: Time) {
         loop {
             let (src, transport) = &mut self.sources[i];
-            let Some(start) = src.peek_start().map(Time::from_dur) else {
-                return;
+            let Some(spec) = due_flow(src, *transport, now) else {
+                break;
             };
-            if start > now {
-                sched.at(start, Event::Generate(i as u32));
-                return;
-            }
-            let f = src.next().expect("peeked");
-            let id = self.flows.add(FlowSpec {
-                src: HostId(f.src),
-                dst: HostId(f.dst),
-                size_bytes: f.size_bytes,
-                start,
-                stop: f.stop.map(Time::from_dur),
-                transport: *transport,
-            });
+            let id = self.flows.add(spec);
             self.start_flow(sched, id, now);
         }
+        if let Some(start) = self.sources[i].0.peek_start() {
+            sched.at(Time::from_dur(start), Event::Generate(i as u32));
+        }
+    }
+
+    /// Every flow that the generators will add to the flow table in a run of this world,
+    /// in the order they will add them (after the flows listed in the scenario, so the
+    /// `k`-th is flow `listed + k`), each with the index of its generator. A run adds them
+    /// as it goes, each generator's next flow when its start comes; this replays the
+    /// generators (from their own seeded streams, which nothing in the run draws from)
+    /// in that order: by start, and at equal starts in the order the run's scheduler
+    /// would take the generators' events, which depends only on the generators' own
+    /// earlier starts. Flows after the run's end are left out, as the run leaves them.
+    ///
+    /// # Errors
+    /// If a generator cannot be built (as when the world was built).
+    pub fn planned_flows(&self) -> Result<Vec<(FlowSpec, u32)>, ConfigError> {
+        let mut sources = self.scenario.sources()?;
+        let end = self.end.unwrap_or(Time::MAX);
+        // The generators' events alone: numbered among themselves as the run numbers
+        // them among all events, which keeps their order (the run's first events are
+        // scheduled in the order of the generators, and each creates its next last).
+        let mut sched: Scheduler<u32> = Scheduler::new();
+        for (i, (s, _)) in sources.iter().enumerate() {
+            if let Some(t) = s.peek_start() {
+                sched.schedule(Time::from_dur(t), i as u32);
+            }
+        }
+        let mut planned = Vec::new();
+        while let Some((now, i)) = sched.pop_until(end) {
+            let (src, transport) = &mut sources[i as usize];
+            while let Some(spec) = due_flow(src, *transport, now) {
+                planned.push((spec, i));
+            }
+            if let Some(t) = src.peek_start() {
+                sched.schedule(Time::from_dur(t), i);
+            }
+        }
+        Ok(planned)
     }
 
     /// Starts flow `f`: picks its routes (per-flow ECMP by a hash of its number), computes
@@ -963,4 +990,22 @@ pub(crate) fn port_label(net: &Network, p: PortId) -> String {
         net.node_name(port.node()),
         net.node_name(port.peer_node())
     )
+}
+
+/// The next flow of `src` if it starts at `now` (not later: a source's starts never
+/// decrease, and its event comes at its next start), as a flow of transport `transport`.
+fn due_flow(src: &mut FlowSource, transport: u32, now: Time) -> Option<FlowSpec> {
+    let start = src.peek_start().map(Time::from_dur)?;
+    if start > now {
+        return None;
+    }
+    let f = src.next().expect("peeked");
+    Some(FlowSpec {
+        src: HostId(f.src),
+        dst: HostId(f.dst),
+        size_bytes: f.size_bytes,
+        start,
+        stop: f.stop.map(Time::from_dur),
+        transport,
+    })
 }

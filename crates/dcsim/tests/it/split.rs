@@ -364,3 +364,52 @@ fn stragglers_after_a_finish_decided_in_another_part_are_exact_or_stop_the_run()
         SplitError::AlreadyRun
     );
 }
+
+/// The flows a world's generators will add, known before the run (ADR 0010, item 5: every
+/// part of a split run must number the flows alike): the one-thread run adds the very
+/// same, in the same order, on every example scenario with generators and on two
+/// generators whose flows start together.
+#[test]
+fn the_flows_generators_will_make_are_known_before_the_run() {
+    let two = "schema_version = 1\n[sim]\nduration = \"3ms\"\nseed = 5\n[topology]\n\
+               kind = \"fat-tree\"\nk = 4\n[transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n\
+               [[generators]]\npattern = { kind = \"permutation\", size = \"100KB\" }\n\
+               [[generators]]\npattern = { kind = \"pairs\", count = 6, src = 1, dst = 9, \
+               size = \"50KB\", start_every = \"250us\" }\n\
+               [[generators]]\npattern = { kind = \"poisson\", load = 0.3, load_relative_to = \"host-links\", \
+               flow_size = { cdf = \"websearch\" }, max_flows = 40 }\n\
+               [[flows]]\nsrc = 2\ndst = 3\nsize = \"20KB\"\n";
+    let spec = ScenarioSpec::parse(two, "two", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut worlds = vec![(
+        "three generators".to_string(),
+        World::new(spec.build("two").unwrap()).unwrap(),
+    )];
+    for (file, sets) in [
+        (
+            "scenarios/dctcp-fattree-permutation.toml",
+            &["sim.duration=1ms", "sim.warmup=0ms"][..],
+        ),
+        ("scenarios/fastpass-leafspine.toml", &["sim.duration=2ms"]),
+        ("scenarios/pulser-incast.toml", &["sim.duration=12ms"]),
+        ("scenarios/tcp-incast.toml", &[]),
+        (
+            "scenarios/websearch-star.toml",
+            &["generators[0].pattern.max_flows=300"],
+        ),
+        ("scenarios/xpass-incast.toml", &[]),
+    ] {
+        worlds.push((file.to_string(), world(file, sets)));
+    }
+    for (name, mut w) in worlds {
+        let planned = w.planned_flows().unwrap();
+        let listed = w.scenario().flows.len();
+        w.run(&mut |_| {});
+        let flows = w.flows();
+        let made: Vec<_> = (listed..flows.len())
+            .map(|i| *flows.spec(dcsim_transport::FlowId::new(i)))
+            .collect();
+        let want: Vec<_> = planned.iter().map(|p| p.0).collect();
+        assert!(!made.is_empty(), "{name}: no flows generated");
+        assert_eq!(want, made, "{name}");
+    }
+}
