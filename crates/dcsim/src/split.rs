@@ -23,6 +23,13 @@
 //! that one thread would have handled as a straggler; other flows between parts are
 //! refused before the run, by name. Routes are interned in every part in the order of the
 //! flows, so that a route's number means the same in every part.
+//!
+//! Flow generators are replayed in every part (ADR 0010, item 5): each part adds the
+//! flows they will make to its flow table before the run, under the numbers one thread
+//! gives them ([`World::planned_flows`]); a generator's event goes to the part of the
+//! sources of the flows it starts, and its next start, if it is in another part sooner
+//! than the look-ahead, is handed over to that part, which declared it in a first event
+//! of its own.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -35,7 +42,7 @@ use dcsim_engine::parallel::{
 use dcsim_engine::{Dur, SchedStats, Schedule, Time, splitmix};
 use dcsim_net::{Crossed, FlowId, HostId, NetEvent, Network, NodeId, PortId, RoutingMode};
 use dcsim_transport::endpoint::Side;
-use dcsim_transport::{FlowEvent, Flows};
+use dcsim_transport::{FlowEvent, FlowSpec, Flows};
 
 use crate::world::{Event, RunStats, World, WorldSched};
 
@@ -253,10 +260,18 @@ struct Router {
     ready: Vec<u32>,
     /// Per flow: the parts of its source and its destination host.
     ends: Vec<[u32; 2]>,
+    /// Per generator: each start of its flows (in order) and the parts of their sources,
+    /// in the order of the flows.
+    starts: Vec<Vec<(Time, Vec<u32>)>>,
 }
 
 impl Router {
-    fn new(partition: &Partition, net: &Network, flows: &Flows) -> Self {
+    fn new(
+        partition: &Partition,
+        net: &Network,
+        flows: &Flows,
+        starts: Vec<Vec<(Time, Vec<u32>)>>,
+    ) -> Self {
         let host = |h: HostId| partition.node_part[net.host_node(h).index()];
         Self {
             whole: partition.parts == 1,
@@ -276,13 +291,28 @@ impl Router {
                     [host(spec.src), host(spec.dst)]
                 })
                 .collect(),
+            starts,
         }
+    }
+
+    /// The part that handles generator `i`'s event at `at`: the part of the sources of
+    /// its flows that start then (`None` if none is planned then: after the run's end).
+    fn generator_part(&self, i: u32, at: Time) -> Option<usize> {
+        Some(*self.generator_parts(i, at)?.first()? as usize)
+    }
+
+    /// The parts of the sources of generator `i`'s flows that start at `at`, in the order
+    /// of the flows.
+    fn generator_parts(&self, i: u32, at: Time) -> Option<&[u32]> {
+        let starts = self.starts.get(i as usize)?;
+        let k = starts.binary_search_by_key(&at, |s| s.0).ok()?;
+        Some(&starts[k].1)
     }
 
     /// The part that handles `ev`, or `None` for an event that every part handles (the
     /// start of the measurement window).
     #[inline(always)]
-    fn part_of(&self, ev: &Event) -> Option<usize> {
+    fn part_of(&self, at: Time, ev: &Event) -> Option<usize> {
         if self.whole {
             // Flows created as the run goes have no entry in `ends`.
             return Some(0);
@@ -296,6 +326,7 @@ impl Router {
             },
             Event::Flow(FlowEvent::Start(f)) => self.ends[f.index()][0],
             Event::WindowStart => return None,
+            Event::Generate(i) => return Some(self.generator_part(i, at).unwrap_or(0)),
             // Refused before a run with more than one part (`World::run_split`).
             _ => 0,
         };
@@ -311,6 +342,13 @@ impl Router {
 struct WorldPart<'w> {
     world: &'w mut World,
     router: &'w Router,
+    /// Its index.
+    part: usize,
+    /// The run's look-ahead: a generator's next event for another part sooner than this
+    /// is handed over.
+    lookahead: Dur,
+    /// The generators' events that other parts will hand over to it.
+    expected: &'w [Expected],
     /// The time of the last event handled.
     last: Time,
     /// Why the part stopped the run, if it did.
@@ -332,9 +370,23 @@ impl Part for WorldPart<'_> {
     #[inline]
     fn handle(&mut self, now: Time, ev: Event, out: &mut Out<Event, Message>) {
         self.last = now;
+        if let Event::Declare = ev {
+            for x in self.expected {
+                out.expect(
+                    x.from,
+                    x.created_at,
+                    u64::from(x.generator),
+                    x.at,
+                    Event::Generate(x.generator),
+                );
+            }
+            return;
+        }
         let mut sched = PartSched {
             out,
             router: self.router,
+            part: self.part,
+            lookahead: self.lookahead,
         };
         self.world.dispatch(&mut sched, now, ev);
         if self.world.net.has_copies() {
@@ -392,6 +444,8 @@ struct Lines(World);
 struct PartSched<'a> {
     out: &'a mut Out<Event, Message>,
     router: &'a Router,
+    part: usize,
+    lookahead: Dur,
 }
 
 impl<E: Into<Event>> Schedule<E> for PartSched<'_> {
@@ -402,8 +456,30 @@ impl<E: Into<Event>> Schedule<E> for PartSched<'_> {
     #[inline]
     fn at(&mut self, at: Time, ev: E) {
         let ev = ev.into();
+        if let Event::Generate(i) = ev {
+            // A generator's next start: created by the part that handles its current
+            // start last (at a start with sources in several parts, each part handles the
+            // event for its own, in order), in the part of its flows' sources, handed over
+            // if that is another part and sooner than the look-ahead (that part expects
+            // it). Past the end of the run (no planned flow starts then), kept here.
+            let now = self.out.now();
+            if self
+                .router
+                .generator_parts(i, now)
+                .is_some_and(|parts| parts.last() != Some(&(self.part as u32)))
+            {
+                return;
+            }
+            let part = self.router.generator_part(i, at).unwrap_or(self.part);
+            if part != self.part && at < self.out.now() + self.lookahead {
+                self.out.hand_over(part, u64::from(i));
+            } else {
+                self.out.schedule(part, at, ev);
+            }
+            return;
+        }
         // Only the set-up creates an event for every part.
-        let part = self.router.part_of(&ev).unwrap_or(0);
+        let part = self.router.part_of(at, &ev).unwrap_or(0);
         self.out.schedule(part, at, ev);
     }
     #[inline]
@@ -417,6 +493,9 @@ impl WorldSched for PartSched<'_> {
         // Only the samplers ask, and `run_split` refuses them: a part cannot see whether
         // the other parts have events pending.
         unreachable!("a sampler ran on the parallel engine")
+    }
+    fn starts_here(&self, f: FlowId) -> bool {
+        self.router.ends[f.index()][0] as usize == self.part
     }
 }
 
@@ -444,9 +523,10 @@ impl World {
     ///
     /// # Errors
     /// As [`World::run_on_engine`], and with more than one part: if the scenario uses a
-    /// feature that is not split yet (flow generators that draw their flows as the run
-    /// goes, the Ideal oracle, an SDN controller, Fastpass, the event log, packet
-    /// spraying), if the network has no split by pods ([`SplitError::Unsplittable`]), or
+    /// feature that is not split yet (the Ideal oracle, an SDN controller, Fastpass, the
+    /// event log, packet spraying, a generator that starts flows in different parts at
+    /// one time after its first start, or hands an event over from time zero), if the
+    /// network has no split by pods ([`SplitError::Unsplittable`]), or
     /// if a flow's two ends are in different parts and its transport or stop time needs
     /// them in one ([`SplitError::Crossing`]). Nothing has run then, and the world can
     /// still run. Once the engine has begun, the world cannot run again
@@ -464,10 +544,6 @@ impl World {
         ];
         if parts > 1 {
             refused.extend([
-                (
-                    !self.sources.is_empty(),
-                    "a generator that draws its flows as the run goes",
-                ),
                 (self.oracle.is_some(), "transport \"ideal\""),
                 (self.controller.is_some(), "[controller]"),
                 (self.fastpass.is_some(), "transport \"fastpass\""),
@@ -486,16 +562,52 @@ impl World {
         } else {
             Partition::by_pods(&self.net, parts)?
         };
-        let apart = if parts > 1 {
-            self.check_ends(&partition)?
+        let delays = |between: bool| {
+            self.net
+                .ports()
+                .iter()
+                .filter(|p| {
+                    !between || partition.part_of(p.node()) != partition.part_of(p.peer_node())
+                })
+                .map(|p| p.delay())
+                .min()
+        };
+        let lookahead = delays(true)
+            .or_else(|| delays(false))
+            .unwrap_or(Dur::ZERO)
+            .max(Dur(2));
+        // The generators' flows, added to every part's flow table before the run under the
+        // numbers the run gives them (ADR 0010, item 5).
+        let planned = if parts > 1 && !self.sources.is_empty() {
+            self.planned_flows().map_err(|e| SplitError::Unsplittable {
+                parts,
+                reason: e.to_string(),
+            })?
         } else {
             Vec::new()
         };
-        let router = Router::new(&partition, &self.net, &self.flows);
+        // Every check before the world changes: a refused world can still run.
+        let apart = if parts > 1 {
+            self.check_ends(&partition, &planned)?
+        } else {
+            Vec::new()
+        };
+        let generators = Generators::new(
+            &partition,
+            &self.net,
+            &planned,
+            self.sources.len(),
+            lookahead,
+        )?;
+        if parts > 1 {
+            self.replay_planned(&planned);
+            self.intern_routes();
+        }
+        let router = Router::new(&partition, &self.net, &self.flows, generators.starts);
         // Each copy is built on a thread of its own, so that its memory comes from that
         // thread's arena of the allocator, away from this world's and the other copies'
         // (two parts' buffers side by side could share the cache line between them).
-        let scenario = &self.scenario;
+        let (scenario, planned) = (&self.scenario, &planned);
         let mut copies: Vec<Lines> = std::thread::scope(|s| {
             let builders: Vec<_> = (1..parts)
                 .map(|_| {
@@ -505,6 +617,7 @@ impl World {
                         // Its events are this world's, which go to the engine once (below).
                         w.sched = dcsim_engine::Scheduler::new();
                         w.spent = true;
+                        w.replay_planned(planned);
                         w.intern_routes();
                         Lines(w)
                     })
@@ -548,43 +661,51 @@ impl World {
         // them in the order given, which keeps their ties as the scheduler breaks them. An
         // event for every part goes to each, one after another: their numbers take the
         // place of the one, so every other event keeps its order.
-        let mut init = Vec::with_capacity(self.sched.len());
-        let mut shared = 0;
+        let mut init = Vec::with_capacity(self.sched.len() + parts);
+        // First, if generators hand events over between parts, each part's declaration of
+        // those it will receive: numbered before every other event, they shift all the
+        // other numbers alike and change no order.
+        let declared = if generators.handovers { parts } else { 0 };
+        init.extend((0..declared).map(|q| (q, Time::ZERO, Event::Declare)));
+        // Duplicates of events handled by several parts.
+        let mut shared = 0u64;
         while let Some((t, ev)) = self.sched.pop_until(Time::MAX) {
-            match router.part_of(&ev) {
+            if let Event::Generate(i) = ev
+                && let Some(parts) = router.generator_parts(i, t)
+                && parts.len() > 1
+            {
+                // A first start with sources in several parts: each handles it for its
+                // own, in the order of the flows, under consecutive numbers.
+                shared += parts.len() as u64 - 1;
+                init.extend(parts.iter().map(|&q| (q as usize, t, ev)));
+                continue;
+            }
+            match router.part_of(t, &ev) {
                 Some(q) => init.push((q, t, ev)),
                 None => {
-                    shared += 1;
+                    shared += parts as u64 - 1;
                     init.extend((0..parts).map(|q| (q, t, ev)));
                 }
             }
         }
-        let delays = |between: bool| {
-            self.net
-                .ports()
-                .iter()
-                .filter(|p| {
-                    !between || partition.part_of(p.node()) != partition.part_of(p.peer_node())
-                })
-                .map(|p| p.delay())
-                .min()
-        };
-        let lookahead = delays(true)
-            .or_else(|| delays(false))
-            .unwrap_or(Dur::ZERO)
-            .max(Dur(2));
         let wall = Instant::now();
         let mut parallel = None;
         let (events, last) = {
             let mut worlds = vec![WorldPart {
                 world: &mut *self,
                 router: &router,
+                part: 0,
+                lookahead,
+                expected: &generators.expected[0],
                 last: Time::ZERO,
                 error: None,
             }];
-            worlds.extend(copies.iter_mut().map(|w| WorldPart {
+            worlds.extend(copies.iter_mut().enumerate().map(|(i, w)| WorldPart {
                 world: &mut w.0,
                 router: &router,
+                part: i + 1,
+                lookahead,
+                expected: &generators.expected[i + 1],
                 last: Time::ZERO,
                 error: None,
             }));
@@ -604,7 +725,12 @@ impl World {
             let last = worlds.iter().map(|w| w.last).max().unwrap_or(Time::ZERO);
             (events?, last)
         };
-        let events = events - shared * (parts as u64 - 1);
+        let events = events - shared - declared as u64;
+        // The generators have given what the parts replayed (their counts go in the
+        // summary).
+        for &(_, i) in planned {
+            self.sources[i as usize].0.next();
+        }
         let sim_end = self.end.unwrap_or(last);
         // A flow whose ends ran apart gathers in its sender's part, which hands it on below
         // with the flows that ran whole there.
@@ -646,34 +772,49 @@ impl World {
         self.parallel
     }
 
-    /// Finds the flows whose ends are in different parts, checks that each can run its
-    /// ends apart ([`Flows::can_run_ends_apart`]), and interns every flow's routes in the
-    /// order of the flows: every part's copy of the network does the same, so a route's
-    /// number names the same route in every part (a packet that crosses between parts
-    /// keeps its route's number).
-    fn check_ends(&mut self, partition: &Partition) -> Result<Vec<FlowId>, SplitError> {
+    /// Finds the flows, listed and `planned`, whose ends are in different parts, and
+    /// checks that each can run its ends apart ([`Flows::can_run_ends_apart`]).
+    fn check_ends(
+        &self,
+        partition: &Partition,
+        planned: &[(FlowSpec, u32)],
+    ) -> Result<Vec<FlowId>, SplitError> {
         let mut apart = Vec::new();
-        for i in 0..self.flows.len() {
-            let f = FlowId::new(i);
-            let spec = *self.flows.spec(f);
+        let listed = (0..self.flows.len()).map(|i| *self.flows.spec(FlowId::new(i)));
+        for (i, spec) in listed.chain(planned.iter().map(|p| p.0)).enumerate() {
             let part = |h: HostId| partition.part_of(self.net.host_node(h));
             if part(spec.src) != part(spec.dst) {
-                if !self.flows.can_run_ends_apart(f) {
+                let transport = &self.flows.transports()[spec.transport as usize];
+                if !transport.sender_finishes() || spec.stop.is_some() {
                     return Err(SplitError::Crossing {
                         flow: i as u32,
                         src: spec.src.0,
                         dst: spec.dst.0,
                     });
                 }
-                apart.push(f);
+                apart.push(FlowId::new(i));
             }
         }
-        self.intern_routes();
         Ok(apart)
     }
 
+    /// Adds the generators' flows to the flow table, as the run would add them, and makes
+    /// the generators' events start them from there.
+    fn replay_planned(&mut self, planned: &[(FlowSpec, u32)]) {
+        if planned.is_empty() {
+            return;
+        }
+        let mut replay = vec![VecDeque::new(); self.sources.len()];
+        for &(spec, i) in planned {
+            replay[i as usize].push_back(self.flows.add(spec));
+        }
+        self.replay = Some(replay);
+    }
+
     /// Interns the routes of every flow, in the order of the flows (as their starts will,
-    /// which then find them).
+    /// which then find them): every part's copy of the network does the same, so a
+    /// route's number names the same route in every part (a packet that crosses between
+    /// parts keeps its route's number).
     fn intern_routes(&mut self) {
         for i in 0..self.flows.len() {
             let spec = *self.flows.spec(FlowId::new(i));
@@ -736,5 +877,103 @@ fn two_worlds<'a>(
             let (low, high) = copies.split_at_mut(a - 1);
             (&mut high[0].0, &mut low[b - 1].0)
         }
+    }
+}
+
+/// A generator's event that one part hands over to another ([`Out::hand_over`]): the next
+/// start of generator `generator`, at `at`, created by part `from`'s handler of the start
+/// before, at `created_at`, less than the look-ahead before.
+struct Expected {
+    from: usize,
+    created_at: Time,
+    at: Time,
+    generator: u32,
+}
+
+/// How the generators' events go between the parts of a split run.
+struct Generators {
+    /// Per generator: each start of its flows and the parts of their sources, in the
+    /// order of the flows.
+    starts: Vec<Vec<(Time, Vec<u32>)>>,
+    /// Per part: the events other parts will hand over to it.
+    expected: Vec<Vec<Expected>>,
+    /// Whether any part expects one.
+    handovers: bool,
+}
+
+impl Generators {
+    /// From the `planned` flows of `generators` generators, split by `partition`, with
+    /// the run's `lookahead`.
+    ///
+    /// # Errors
+    /// If a generator starts flows from sources in different parts at one time (its event
+    /// starts them all), or hands an event over from time zero (which no part can expect:
+    /// it declares what it expects at time zero).
+    fn new(
+        partition: &Partition,
+        net: &Network,
+        planned: &[(FlowSpec, u32)],
+        generators: usize,
+        lookahead: Dur,
+    ) -> Result<Self, SplitError> {
+        let mut starts: Vec<Vec<(Time, Vec<u32>)>> = vec![Vec::new(); generators];
+        for (spec, i) in planned {
+            let part = partition.part_of(net.host_node(spec.src)) as u32;
+            let list = &mut starts[*i as usize];
+            match list.last_mut() {
+                Some((t, parts)) if *t == spec.start => {
+                    if parts.last() != Some(&part) {
+                        parts.push(part);
+                    }
+                }
+                _ => list.push((spec.start, vec![part])),
+            }
+        }
+        // Sources in several parts at one start: the parts handle the generator's event one
+        // after another, each for its own flows, which keeps the flows' order only if each
+        // part's flows are together, and only at the generator's first start, whose event
+        // the set-up creates for each part (a later one would have to be created several
+        // times by the handler before it).
+        for list in &starts {
+            for (k, (_, parts)) in list.iter().enumerate() {
+                let mut seen = parts.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                if parts.len() > 1 && (k > 0 || seen.len() < parts.len()) {
+                    return Err(SplitError::Unsupported {
+                        feature: "a generator that starts flows in different parts at one \
+                                  time (but its first, with each part's sources together)",
+                    });
+                }
+            }
+        }
+        let mut expected: Vec<Vec<Expected>> = (0..partition.parts()).map(|_| Vec::new()).collect();
+        for (i, list) in starts.iter().enumerate() {
+            for w in list.windows(2) {
+                // Created by the last part of one start, handled by the first of the next.
+                let (t1, t2) = (w[0].0, w[1].0);
+                let (p1, p2) = (*w[0].1.last().expect("a part"), w[1].1[0]);
+                if p1 != p2 && t2 < t1 + lookahead {
+                    if t1 == Time::ZERO {
+                        return Err(SplitError::Unsupported {
+                            feature: "a generator whose flow at time zero is followed, \
+                                      sooner than the look-ahead, by one in another part",
+                        });
+                    }
+                    expected[p2 as usize].push(Expected {
+                        from: p1 as usize,
+                        created_at: t1,
+                        at: t2,
+                        generator: i as u32,
+                    });
+                }
+            }
+        }
+        let handovers = expected.iter().any(|e| !e.is_empty());
+        Ok(Self {
+            starts,
+            expected,
+            handovers,
+        })
     }
 }

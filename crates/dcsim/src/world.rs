@@ -48,6 +48,9 @@ pub enum Event {
     FastpassSend(u32),
     /// Sample the switch ports' queue lengths (`output.queue_occupancy`).
     QueueSample,
+    /// In a run split between threads only, each part's first event: the part declares
+    /// the generators' events that other parts will hand over to it (`dcsim::split`).
+    Declare,
 }
 
 const _: () = assert!(size_of::<Event>() <= 16, "events must stay small");
@@ -70,6 +73,11 @@ pub(crate) trait WorldSched:
 {
     /// Whether no event is pending: samplers stop then in a run without an end.
     fn is_idle(&self) -> bool;
+    /// Whether flow `f`, due to start, starts here: in a part of a split run, only the
+    /// flows whose source host is in the part.
+    fn starts_here(&self, _f: FlowId) -> bool {
+        true
+    }
 }
 
 impl WorldSched for Scheduler<Event> {
@@ -217,6 +225,10 @@ pub struct World {
     pub(crate) scenario: Scenario,
     /// Lazy flow sources of the generators, with their transport.
     pub(crate) sources: Vec<(FlowSource, u32)>,
+    /// In a copy of the world that runs a part of a split run: the generators' flows,
+    /// added to the flow table before the run ([`World::planned_flows`]), per generator
+    /// in order; the generators' events start them instead of drawing from `sources`.
+    pub(crate) replay: Option<Vec<std::collections::VecDeque<FlowId>>>,
     pub(crate) sched: Scheduler<Event>,
     pub(crate) pool: PacketPool,
     pub(crate) net: Network,
@@ -415,6 +427,7 @@ impl World {
         }
         Ok(Self {
             sources,
+            replay: None,
             end: spec.sim.duration.map(Time::from_dur),
             window: Window {
                 start: Time::ZERO,
@@ -725,6 +738,8 @@ impl World {
             Event::QueueSample => self.sample_queues(sched, now),
             Event::Generate(i) => self.generate(sched, i as usize, now),
             Event::WindowStart => self.begin_window(now),
+            // Handled by the split run's part before it reaches the world.
+            Event::Declare => {}
             Event::Net(_) | Event::Flow(FlowEvent::Timer(..)) => {
                 unreachable!("per-packet events are dispatched inline")
             }
@@ -760,6 +775,10 @@ impl World {
     /// source's next start: one pending event per source, so memory stays flat however
     /// many flows a pattern makes.
     fn generate<S: WorldSched>(&mut self, sched: &mut S, i: usize, now: Time) {
+        if self.replay.is_some() {
+            self.replay_generator(sched, i, now);
+            return;
+        }
         loop {
             let (src, transport) = &mut self.sources[i];
             let Some(spec) = due_flow(src, *transport, now) else {
@@ -770,6 +789,31 @@ impl World {
         }
         if let Some(start) = self.sources[i].0.peek_start() {
             sched.at(Time::from_dur(start), Event::Generate(i as u32));
+        }
+    }
+
+    /// [`World::generate`] in a part of a split run: starts the planned flows of generator
+    /// `i` that start now (the split sends the event to the part of their source hosts)
+    /// and creates the event of its next start, in the order a run that draws them does.
+    fn replay_generator<S: WorldSched>(&mut self, sched: &mut S, i: usize, now: Time) {
+        loop {
+            let Some(queue) = self.replay.as_mut().map(|r| &mut r[i]) else {
+                return;
+            };
+            let Some(&f) = queue.front() else {
+                return;
+            };
+            let start = self.flows.spec(f).start;
+            if start > now {
+                sched.at(start, Event::Generate(i as u32));
+                return;
+            }
+            queue.pop_front();
+            // Earlier starts were the generator's events in other parts, and so are flows
+            // of this start from sources in other parts.
+            if start == now && sched.starts_here(f) {
+                self.start_flow(sched, f, now);
+            }
         }
     }
 
