@@ -146,6 +146,80 @@ fn threads_split_a_fat_tree_and_fall_back_with_a_note() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
 
+/// A split run that stops part-way (a retransmission reached a receiver after the finish
+/// that the sender's part decided, before the receiver's part heard of it) is run again
+/// on one thread: a note, and the tables of one thread.
+#[test]
+fn threads_rerun_on_one_thread_a_run_that_stops_part_way() {
+    let dir = tmp("threads-stop");
+    let d = dir.path();
+    // The 8-pod fat-tree of the library's split tests: long and 300 KB flows inside pods
+    // and between pods, then 48 flows of 1 KB between the halves, each sent again (a 5 us
+    // timeout) before its acknowledgment can return.
+    let mut text = String::from(
+        "[sim]\nduration = \"4ms\"\nwarmup = \"1ms\"\nseed = 11\n[topology]\n\
+         kind = \"fat-tree\"\npreset = \"xpass\"\n[queue]\nkind = \"ecn\"\n\
+         buffer = \"250pkts\"\nmark_threshold = \"65pkts\"\n[transport]\nkind = \"tcp\"\n\
+         cc = \"dctcp\"\nmin_rto = \"5us\"\ninit_rto = \"5us\"\n",
+    );
+    let mut flows: Vec<(u32, u32)> = (0..192u32)
+        .flat_map(|h| {
+            let pod = h / 24;
+            [
+                (h, 24 * pod + (h % 24 + 7) % 24),
+                (h, 24 * (pod ^ 1) + (h % 24 + 5) % 24),
+            ]
+        })
+        .collect();
+    flows.extend((0..192u32).step_by(4).map(|h| (h, (h + 53) % 192)));
+    for (i, (src, dst)) in flows.into_iter().enumerate() {
+        let (size, start) = if i % 3 == 0 {
+            ("300KB", 37 * (i % 50))
+        } else {
+            ("inf", 0)
+        };
+        text.push_str(&format!(
+            "[[flows]]\nsrc = {src}\ndst = {dst}\nsize = \"{size}\"\nstart = \"{start}us\"\n"
+        ));
+    }
+    for h in 0..48u32 {
+        text.push_str(&format!(
+            "[[flows]]\nsrc = {}\ndst = {}\nsize = \"1KB\"\nstart = \"{}us\"\n",
+            h * 4,
+            (h * 4 + 100) % 192,
+            1000 + 13 * h
+        ));
+    }
+    let f = write(d, &text);
+    let run = |out: &str, threads: &str| {
+        let o = dcsim(&[
+            "run",
+            &f,
+            "--out",
+            d.join(out).to_str().unwrap(),
+            "--threads",
+            threads,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    run("one", "1");
+    let said = run("two", "2");
+    assert!(
+        said.contains("one thread would have handled after"),
+        "{said}"
+    );
+    assert!(said.contains("note: running on one thread"), "{said}");
+    assert!(!said.contains("on 2 threads;"), "{said}");
+    for table in ["flows.csv", "ports.csv"] {
+        assert_eq!(
+            std::fs::read(d.join("one").join(table)).unwrap(),
+            std::fs::read(d.join("two").join(table)).unwrap(),
+            "{table}"
+        );
+    }
+}
+
 #[test]
 fn check_show_and_list_work_on_the_examples() {
     for f in [
