@@ -507,8 +507,10 @@ impl Port {
         Verdict::Accept
     }
 
-    /// Offers `pkt`. Returns what to schedule (if the transmitter must be woken).
-    #[inline]
+    /// Offers `pkt`. Returns what to schedule (if the transmitter must be woken). This and
+    /// [`Port::transmit_fifo`] are always inlined into their one caller each: LLVM stopped
+    /// doing so on its own when unrelated code grew (2026-11-27).
+    #[inline(always)]
     pub(crate) fn enqueue(&mut self, pkt: PacketId, now: Time, pool: &mut PacketPool) -> PortSched {
         if self.fifo {
             self.start_due::<true>(now, pool);
@@ -681,7 +683,8 @@ impl Port {
 
     /// On a FIFO port whose transmitter is busy: `pkt` (just accepted at `now`) starts
     /// when everything before it has been sent; its departure and arrival are known now.
-    #[inline]
+    /// Always inlined into its one caller, as [`Port::enqueue`].
+    #[inline(always)]
     fn queue_fifo(
         &mut self,
         pkt: PacketId,
@@ -739,7 +742,7 @@ impl Port {
     /// nothing waiting (every earlier packet started before `now`) and starts at once. The
     /// backlog is empty before and after, so neither it nor its integral and maxima change:
     /// only the transmission is counted.
-    #[inline]
+    #[inline(always)]
     fn transmit_fifo(
         &mut self,
         pkt: PacketId,

@@ -16,6 +16,7 @@ pub(crate) fn insert_range(v: &mut Vec<(u64, u64)>, s: u64, e: u64) {
 
 /// Advances `next` (the first byte not yet held in order) over the ranges of `ooo` that
 /// now join it, removing them.
+#[inline]
 pub(crate) fn advance(next: &mut u64, ooo: &mut Vec<(u64, u64)>) {
     while let Some(&(s, e)) = ooo.first() {
         if s > *next {
