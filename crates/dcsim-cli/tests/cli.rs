@@ -87,6 +87,25 @@ fn run_writes_every_result_file_and_output_is_byte_identical() {
     );
 }
 
+/// Runs `file` into `dir/one` on one thread and into `dir/two` with `--threads 2`, both
+/// successfully; returns what the second printed on stderr.
+fn one_and_two_threads(file: &str, dir: &Path) -> String {
+    let mut said = String::new();
+    for (out, threads) in [("one", "1"), ("two", "2")] {
+        let o = dcsim(&[
+            "run",
+            file,
+            "--out",
+            dir.join(out).to_str().unwrap(),
+            "--threads",
+            threads,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        said = String::from_utf8_lossy(&o.stderr).into_owned();
+    }
+    said
+}
+
 /// `--threads 2` on a k = 4 fat-tree (4 pods) with DCTCP flows from every host to a host
 /// two pods on, half of them 200 KB: the tables of one thread, and a note saying it ran
 /// on two threads. On a dumbbell, which has no pods: a note, and a run on one thread.
@@ -110,20 +129,7 @@ fn threads_split_a_fat_tree_and_fall_back_with_a_note() {
     let dumbbell = d.join("dumbbell.toml");
     std::fs::write(&dumbbell, GOOD).unwrap();
     for (file, split) in [(fat.as_str(), true), (dumbbell.to_str().unwrap(), false)] {
-        let run = |out: &str, threads: &str| {
-            let o = dcsim(&[
-                "run",
-                file,
-                "--out",
-                d.join(out).to_str().unwrap(),
-                "--threads",
-                threads,
-            ]);
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            String::from_utf8_lossy(&o.stderr).into_owned()
-        };
-        run("one", "1");
-        let said = run("two", "2");
+        let said = one_and_two_threads(file, d);
         assert_eq!(said.contains("on 2 threads"), split, "{said}");
         assert_eq!(said.contains("note: not split"), !split, "{said}");
         for table in ["flows.csv", "ports.csv", "buckets.csv"] {
@@ -191,20 +197,7 @@ fn threads_rerun_on_one_thread_a_run_that_stops_part_way() {
         ));
     }
     let f = write(d, &text);
-    let run = |out: &str, threads: &str| {
-        let o = dcsim(&[
-            "run",
-            &f,
-            "--out",
-            d.join(out).to_str().unwrap(),
-            "--threads",
-            threads,
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    };
-    run("one", "1");
-    let said = run("two", "2");
+    let said = one_and_two_threads(&f, d);
     assert!(
         said.contains("one thread would have handled after"),
         "{said}"

@@ -137,25 +137,9 @@ fn a_world_runs_once() {
     );
 }
 
-/// A 192-host fat-tree (8 pods of 24 hosts) with DCTCP flows: in each pod, every host
-/// sends to the host 7 places on (some under the same ToR, most through an aggregation
-/// switch), and to a host of the other pod of its pair (pods 0 and 1, 2 and 3, ...:
-/// through a core switch); every third flow 300 KB starting at a spread of times, the
-/// others long-lived. Plus `extra` flows as `(src, dst)`.
-fn pods_scenario(extra: &[(u32, u32)]) -> World {
-    pods_scenario_with(extra, "", &[])
-}
-
-/// [`pods_scenario`], with `tail` added to the scenario's text, and `sets` (`KEY=VALUE`).
-fn pods_scenario_with(extra: &[(u32, u32)], tail: &str, sets: &[&str]) -> World {
-    let mut text = String::from(
-        r#"
-schema_version = 1
-[sim]
-duration = "4ms"
-warmup = "1ms"
-seed = 11
-[topology]
+/// The network of the split tests: the 192-host ExpressPass fat-tree (8 pods of 24
+/// hosts) with ECN queues and DCTCP.
+const PODS_NET: &str = r#"[topology]
 kind = "fat-tree"
 preset = "xpass"
 [routing]
@@ -167,7 +151,21 @@ mark_threshold = "65pkts"
 [transport]
 kind = "tcp"
 cc = "dctcp"
-"#,
+"#;
+
+/// A 192-host fat-tree (8 pods of 24 hosts) with DCTCP flows: in each pod, every host
+/// sends to the host 7 places on (some under the same ToR, most through an aggregation
+/// switch), and to a host of the other pod of its pair (pods 0 and 1, 2 and 3, ...:
+/// through a core switch); every third flow 300 KB starting at a spread of times, the
+/// others long-lived. Plus `extra` flows as `(src, dst)`.
+fn pods_scenario(extra: &[(u32, u32)]) -> World {
+    pods_scenario_with(extra, "", &[])
+}
+
+/// [`pods_scenario`], with `tail` added to the scenario's text, and `sets` (`KEY=VALUE`).
+fn pods_scenario_with(extra: &[(u32, u32)], tail: &str, sets: &[&str]) -> World {
+    let mut text = format!(
+        "schema_version = 1\n[sim]\nduration = \"4ms\"\nwarmup = \"1ms\"\nseed = 11\n{PODS_NET}"
     );
     let mut flows: Vec<(u32, u32)> = (0..192u32)
         .flat_map(|h| {
@@ -416,27 +414,10 @@ fn the_flows_generators_will_make_are_known_before_the_run() {
 
 /// The 8-pod fat-tree with DCTCP and the generator `pattern`.
 fn generator_scenario(pattern: &str) -> World {
-    let text = r#"
-schema_version = 1
-[sim]
-duration = "3ms"
-warmup = "500us"
-seed = 3
-[topology]
-kind = "fat-tree"
-preset = "xpass"
-[routing]
-mode = "symmetric-ecmp"
-[queue]
-kind = "ecn"
-buffer = "250pkts"
-mark_threshold = "65pkts"
-[transport]
-kind = "tcp"
-cc = "dctcp"
-[[generators]]
-"#;
-    let text = format!("{text}pattern = {pattern}\n");
+    let text = format!(
+        "schema_version = 1\n[sim]\nduration = \"3ms\"\nwarmup = \"500us\"\nseed = 3\n\
+         {PODS_NET}[[generators]]\npattern = {pattern}\n"
+    );
     let spec = ScenarioSpec::parse(&text, "generated", &[]).unwrap_or_else(|e| panic!("{e}"));
     World::new(spec.build("generated").unwrap_or_else(|e| panic!("{e}"))).unwrap()
 }
