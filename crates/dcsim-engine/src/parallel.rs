@@ -8,9 +8,9 @@
 //!
 //! - **Windows.** Every event a part sends to another part is at least `lookahead` after
 //!   the event that creates it (in a network, the shortest link delay between parts). The
-//!   run advances in windows of half the look-ahead; inside one, no part can affect
-//!   another, so each part handles its own events on its own thread. An event sent in a
-//!   window lands two windows later at the earliest.
+//!   run advances in windows of the look-ahead; inside one, no part can affect another, so
+//!   each part handles its own events on its own thread. An event sent in a window lands
+//!   in the next one at the earliest.
 //! - **Provisional numbers.** A part numbers the events it creates with its own counter,
 //!   marked provisional, above every global number. That orders its own events exactly:
 //!   an event numbered globally precedes, at equal times, every provisional one (it was
@@ -29,23 +29,24 @@
 //!   first, from a merge of the two logs without data-dependent branches (two halves of
 //!   the part's log at once, which hides the latency of each step's loads); equal times
 //!   are settled afterwards, in the order of handling, as the numbers are given.
-//! - **Renumbering.** At the start of window `i + 1`, each part replaces the provisional
+//! - **Renumbering.** Then, still before window `i`, each part replaces the provisional
 //!   numbers of window `i − 1` by global ones (the replacement keeps their order and they
 //!   stay below every provisional number) and takes in the events the other parts sent
-//!   it in window `i − 1`, with their global numbers. A part's own events wait in a
+//!   it in window `i − 1`, with their global numbers, waiting for any that the sending
+//!   part is still numbering (it numbers without waiting for the receiver: no deadlock).
+//!   A part's own events wait in a
 //!   [`Scheduler`] (64-bit keys; at equal times it keeps the order of scheduling, which is
 //!   the order of their numbers) and carry their numbers; the events from other parts,
 //!   whose numbers fall between the part's own, wait on a heap of `(time, number)` keys,
 //!   and the earlier of the two comes first.
 //! - **Messages and reserved slots.** Beside events, a handler may send another part a
 //!   message ([`Out::send`]; in a network, a copy of a packet put on a link between
-//!   them), which that part takes in at the start of the next window, and it may reserve
+//!   them), which that part takes in before the next window, and it may reserve
 //!   a place in the order of creation ([`Out::reserve`]) for an event created later in
 //!   its name ([`Slot`], [`Late`]). That is how the receiving end of a link creates the
 //!   next packet's arrival exactly where one thread would have, when it hears of the
 //!   packet a window late (ADR 0010). A late event goes into the heap at the
-//!   renumbering two windows after its message was sent, when its slots' numbers are
-//!   known.
+//!   renumbering before the next window, when its slots' numbers are known.
 //! - **Hand-overs.** An event for another part sooner than the look-ahead is possible when
 //!   that part knows of it in advance ([`Out::expect`]; in a network, a flow generator's
 //!   next flow, which every part replays): the creating handler hands it over
@@ -422,6 +423,10 @@ pub struct ParallelStats {
     pub numbering_seconds: f64,
     /// Wall-clock seconds the parts spent handling events, summed over the parts.
     pub handle_seconds: f64,
+    /// Wall-clock seconds the busiest part spent handling events: what the run takes at
+    /// the least, however the rest is shared out. Far above half of `handle_seconds` on
+    /// two parts, it says that one part had more to do than the other.
+    pub busiest_handle_seconds: f64,
     /// Wall-clock seconds the parts spent renumbering their pending events and taking in
     /// the events sent to them, summed over the parts.
     pub renumber_seconds: f64,
@@ -734,10 +739,11 @@ impl Numbers {
 }
 
 /// Buffers kept for three windows: window `i`'s are at index `i % 3`, written at its end,
-/// numbered during the next window and read by the receiving parts at the start of the one
-/// after. Two would not do: a thread may still be reading window `i`'s at the start of
-/// window `i + 2` when a faster one writes window `i + 2`'s at its end; window `i + 3`'s
-/// are written only after the barrier that ends window `i + 2`.
+/// numbered and read by the receiving parts before window `i + 1` (and its numbers read
+/// again there, at equal times, by the numbering of window `i + 1`). Two would not do: a
+/// thread may still be reading windows `i` and `i − 1` before window `i + 1` when a faster
+/// one writes window `i + 1`'s at its end; window `i + 2`'s are written only after the
+/// barrier that ends window `i + 1`.
 const SLOTS: usize = 3;
 
 /// What the parts share.
@@ -815,9 +821,9 @@ impl Drop for AbortOnPanic<'_> {
 /// the shortest time between an event and an event it creates for another part. `order`,
 /// if given, receives the part of each event handled, in that order.
 ///
-/// The run goes in windows of half the look-ahead. Before handling one, each part numbers
-/// the events it created in the one before; an event sent to another part lands two
-/// windows later at the earliest, when its global number is known.
+/// The run goes in windows of the look-ahead. Before handling one, each part numbers the
+/// events it created in the one before, then takes in the events the other parts sent it
+/// there, which land in this window at the earliest, with their global numbers.
 ///
 /// # Errors
 /// If a handler creates an event before its own time, sends an event to another part
@@ -847,8 +853,8 @@ pub fn run_parallel<P: Part>(
     if let Some(&(p, _, _)) = init.iter().find(|e| e.0 >= n) {
         return Err(ParallelError::NoSuchPart { to: p, parts: n });
     }
-    // Half the look-ahead, or less: offsets in a window must fit 32 bits.
-    let width = (lookahead.0 / 2).min(u64::from(u32::MAX));
+    // The look-ahead, or less: offsets in a window must fit 32 bits.
+    let width = lookahead.0.min(u64::from(u32::MAX));
     let Some(first) = init.iter().map(|e| e.1.0).min() else {
         return Ok(ParallelStats::default());
     };
@@ -926,6 +932,7 @@ pub fn run_parallel<P: Part>(
         stats.late += o.stats.late;
         stats.numbering_seconds += o.stats.numbering_seconds;
         stats.handle_seconds += o.stats.handle_seconds;
+        stats.busiest_handle_seconds = stats.busiest_handle_seconds.max(o.stats.handle_seconds);
         stats.renumber_seconds += o.stats.renumber_seconds;
         stats.windows = stats.windows.max(o.stats.windows);
     }
@@ -973,7 +980,7 @@ struct Worker<'a, P: Part> {
     count: u64,
     out: Out<P::Event, P::Message>,
     late: Late<P::Event>,
-    /// Late events from the messages of the window before last: the time, the event and
+    /// Late events from the messages of the window before: the time, the event and
     /// the two slots whose later one numbers it.
     deferred: Vec<(u64, P::Event, Slot, Slot)>,
     /// An error found before the window, reported with it.
@@ -999,31 +1006,31 @@ impl<P: Part> Worker<'_, P> {
             error: None,
         };
         let mut k = plan.first_window;
-        // Whether the window before handled any event, in any part.
-        let mut busy_before = true;
         let mut i = 0usize;
         let error = loop {
-            let t0 = std::time::Instant::now();
-            if i >= 2 {
-                numberer.stats.late += self.take_numbered(shared, (i - 2) % SLOTS);
-            }
-            let t1 = std::time::Instant::now();
-            numberer.stats.renumber_seconds += (t1 - t0).as_secs_f64();
-            if i >= 1 && numberer.number(shared, (i - 1) % SLOTS).is_none() {
-                return Outcome::aborted();
-            }
-            if let Some(e) = numberer.error.take() {
-                self.early_error.get_or_insert(e);
-            }
             if i >= 1 {
+                // Window `i − 1`: its numbers, its messages, then the events and late
+                // events it sent this part, which land in this window at the earliest.
+                if numberer.number(shared, (i - 1) % SLOTS).is_none() {
+                    return Outcome::aborted();
+                }
+                if let Some(e) = numberer.error.take() {
+                    self.early_error.get_or_insert(e);
+                }
+                let t0 = std::time::Instant::now();
                 self.take_messages(shared, (i - 1) % SLOTS, plan.width);
+                match self.take_numbered(shared, (i - 1) % SLOTS) {
+                    Some(late) => numberer.stats.late += late,
+                    None => return Outcome::aborted(),
+                }
+                numberer.stats.renumber_seconds += t0.elapsed().as_secs_f64();
             }
             let t2 = std::time::Instant::now();
             let start = k * plan.width;
             let end = start
                 .saturating_add(plan.width)
                 .min(plan.end.saturating_add(1));
-            self.window(start, end, start.saturating_add(2 * plan.width));
+            self.window(start, end, start.saturating_add(plan.width));
             numberer.stats.handle_seconds += t2.elapsed().as_secs_f64();
             // A pending expectation keeps its window from being skipped: its count must be
             // taken there.
@@ -1048,17 +1055,17 @@ impl<P: Part> Worker<'_, P> {
             if error.is_some() {
                 break error;
             }
-            // Events sent in the window before are not counted in `next`: skip ahead only
-            // when neither window handled anything.
+            // The heaps hold every event sent before this window, and `sent` those sent
+            // in it; only the late events of this window's messages are not counted, so
+            // skip ahead only when it handled nothing (and so sent no message).
             let next_k = match next {
-                _ if busy || busy_before => Some(k + 1),
+                _ if busy => Some(k + 1),
                 Some(t) => Some((k + 1).max(t / plan.width)),
                 None => None,
             };
             match next_k {
                 Some(nk) if nk.saturating_mul(plan.width) <= plan.end => {
                     k = nk;
-                    busy_before = busy;
                     i += 1;
                 }
                 _ => break None,
@@ -1066,8 +1073,7 @@ impl<P: Part> Worker<'_, P> {
         };
         // The last window's numbering, for the figures and the order, and its messages:
         // the one-thread run receives every message. The late events they create are
-        // after the end (two windows on, and the window after this one is past it), so
-        // they are only checked, as are those of the window before.
+        // after the end (a window on, past it), so they are only checked.
         let mut error = error;
         if error.is_none() {
             if numberer.number(shared, i % SLOTS).is_none() {
@@ -1075,9 +1081,6 @@ impl<P: Part> Worker<'_, P> {
             }
             if let Some(e) = numberer.error.take() {
                 self.early_error.get_or_insert(e);
-            }
-            if i >= 1 {
-                self.check_deferred(shared, (i - 1) % SLOTS, plan.end);
             }
             self.take_messages(shared, i % SLOTS, plan.width);
             self.check_deferred(shared, i % SLOTS, plan.end);
@@ -1108,11 +1111,11 @@ impl<P: Part> Worker<'_, P> {
         numbers.table.resize_with(len, || AtomicU64::new(UNSET));
     }
 
-    /// Renumbers the part's events provisionally numbered in window `slot` (two windows
-    /// back), takes in the events the other parts sent it then and creates the late events
-    /// of that window's messages, now that every slot of it has its number. Returns how
-    /// many late events it created.
-    fn take_numbered(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize) -> u64 {
+    /// Renumbers the part's events provisionally numbered in window `slot` (the one just
+    /// numbered), takes in the events the other parts sent it then and creates the late
+    /// events of that window's messages, waiting for the numbers other parts are still
+    /// giving. Returns how many late events it created (`None` if the run was aborted).
+    fn take_numbered(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize) -> Option<u64> {
         self.heap.renumber(&read(&shared.numbers[self.p][slot]));
         for q in 0..self.n {
             if q == self.p {
@@ -1121,8 +1124,7 @@ impl<P: Part> Worker<'_, P> {
             let log = read(&shared.logs[q][slot]);
             let numbers = read(&shared.numbers[q][slot]);
             for &(t, c, ev) in &log.outbox[self.p] {
-                let g = numbers.table[(c - numbers.base) as usize].load(Ordering::Relaxed);
-                debug_assert_ne!(g, UNSET, "numbered a window ago");
+                let g = numbers.wait(c, &shared.barrier)?;
                 self.heap.push_foreign(t, g, ev);
             }
         }
@@ -1130,18 +1132,20 @@ impl<P: Part> Worker<'_, P> {
         if late > 0 {
             let numbers: Vec<RwLockReadGuard<'_, Numbers>> =
                 shared.numbers.iter().map(|n| read(&n[slot])).collect();
-            let global = |s: Slot| -> Option<u64> {
-                let table = numbers.get(s.part as usize)?;
-                table
-                    .has(s.num)
-                    .then(|| table.table[(s.num - table.base) as usize].load(Ordering::Relaxed))
+            let reserved = |s: Slot| {
+                numbers
+                    .get(s.part as usize)
+                    .filter(|table| table.has(s.num))
             };
             self.used.clear();
             for (at, ev, a, b) in self.deferred.drain(..) {
-                match global(a).zip(global(b)) {
-                    Some((ga, gb)) => {
-                        self.heap.push_foreign(at, ga.max(gb), ev);
-                        self.used.push(ga.max(gb));
+                match reserved(a).zip(reserved(b)) {
+                    Some((ta, tb)) => {
+                        let g = ta
+                            .wait(a.num, &shared.barrier)?
+                            .max(tb.wait(b.num, &shared.barrier)?);
+                        self.heap.push_foreign(at, g, ev);
+                        self.used.push(g);
                     }
                     None => {
                         self.early_error
@@ -1156,7 +1160,7 @@ impl<P: Part> Worker<'_, P> {
                     .get_or_insert(ParallelError::SlotReused { part: self.p });
             }
         }
-        late
+        Some(late)
     }
 
     /// At the end of the run: checks the late events kept for a window that will not come
@@ -1185,7 +1189,7 @@ impl<P: Part> Worker<'_, P> {
             }
             let log = read(&shared.logs[q][slot]);
             // Sent at the window's start or later, at least the look-ahead before.
-            let earliest = log.start.saturating_add(2 * width);
+            let earliest = log.start.saturating_add(width);
             for msg in &log.msgbox[self.p] {
                 self.part.receive(msg, &mut self.late);
                 if std::mem::take(&mut self.late.halted) {

@@ -103,13 +103,14 @@ fn main() -> ExitCode {
                 let per = |s: f64| s * 1e9 / p.events.max(1) as f64;
                 engine_figures = format!(
                     "threads: {} windows, {} events and {} copies sent between parts, {} late; \
-                     ns per event summed over the parts: handling {:.1}, numbering {:.1}, \
-                     renumbering {:.1}",
+                     ns per event summed over the parts: handling {:.1} (busiest part {:.1}), \
+                     numbering {:.1}, renumbering {:.1}",
                     p.windows,
                     p.crossings,
                     p.messages,
                     p.late,
                     per(p.handle_seconds),
+                    per(p.busiest_handle_seconds),
                     per(p.numbering_seconds),
                     per(p.renumber_seconds)
                 );
