@@ -12,7 +12,9 @@
 //! those of the one-thread run byte for byte.
 //!
 //! What is split so far: fat-trees (and other networks with a tier above the edge
-//! switches) by pods. Packets cross between parts on the links to and from the top tier:
+//! switches) by pods: evenly by hosts, or, when the flows' bytes (listed and planned) are
+//! uneven between pods, by those bytes ([`Partition::by_pod_load`]), since a run takes
+//! as long as its busiest part. Packets cross between parts on the links to and from the top tier:
 //! the sending part sends a copy of each packet it puts on such a link, and the arrival
 //! events are created where one thread creates them, late if need be, in a slot reserved
 //! by the handler that should have created them (`dcsim_net::Crossed`; ADR 0010, items 1
@@ -51,8 +53,8 @@ use crate::world::{Event, RunStats, World, WorldSched};
 pub enum Engine {
     /// [`run_sequential`]: the engine's reference order, on the calling thread.
     Reference,
-    /// [`run_parallel`]: one thread per part, in windows of half the look-ahead (the
-    /// shortest delay of a link between parts).
+    /// [`run_parallel`]: one thread per part, in windows of the look-ahead (the shortest
+    /// delay of a link between parts).
     Threads,
 }
 
@@ -148,6 +150,135 @@ impl Partition {
     /// If `parts` is zero, the network has no tier above its edge switches, or it has
     /// fewer pods than `parts`.
     pub fn by_pods(net: &Network, parts: usize) -> Result<Self, SplitError> {
+        let pods = Pods::find(net, parts)?;
+        let total: u64 = pods.hosts.iter().sum::<u64>().max(1);
+        let k = parts as u64;
+        let mut before = 0;
+        let pod_part: Vec<u32> = pods
+            .hosts
+            .iter()
+            .map(|&hosts| {
+                let part = ((before + hosts / 2) * k / total).min(k - 1);
+                before += hosts;
+                part as u32
+            })
+            .collect();
+        pods.partition(&pod_part, parts)
+    }
+
+    /// Splits `net` into `parts` parts by pods, as [`Partition::by_pods`], but with the
+    /// pods given out to even the parts' loads (`host_load`: an estimate of each host's
+    /// work, such as the bytes its flows carry): the heaviest pods first, each to the
+    /// lightest part, then single pods moved, and pairs swapped, from the heaviest part to
+    /// the lightest while that lightens the heaviest. A part's pods need not be
+    /// neighbours. Any split gives the same outputs; only the time differs.
+    ///
+    /// # Errors
+    /// As [`Partition::by_pods`].
+    pub fn by_pod_load(net: &Network, parts: usize, host_load: &[u64]) -> Result<Self, SplitError> {
+        let pods = Pods::find(net, parts)?;
+        let loads = pods.loads(net, host_load);
+        let mut order: Vec<usize> = (0..loads.len()).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(loads[i]), i));
+        let mut pod_part = vec![0u32; loads.len()];
+        let mut part_load = vec![0u64; parts];
+        let mut part_pods = vec![0usize; parts];
+        for &i in &order {
+            // The lightest part, the one with fewest pods among equals, the first among those.
+            let q = (0..parts)
+                .min_by_key(|&q| (part_load[q], part_pods[q], q))
+                .expect("at least one part");
+            pod_part[i] = q as u32;
+            part_load[q] += loads[i];
+            part_pods[q] += 1;
+        }
+        // Moves and swaps between the heaviest and the lightest part, while they help.
+        for _ in 0..loads.len() * loads.len() {
+            let heavy = (0..parts).max_by_key(|&q| (part_load[q], std::cmp::Reverse(q)));
+            let light = (0..parts).min_by_key(|&q| (part_load[q], q));
+            let (Some(h), Some(l)) = (heavy, light) else {
+                break;
+            };
+            let gap = part_load[h] - part_load[l];
+            // The change of load that helps most: as near half the gap as can be.
+            let mut best: Option<(u64, usize, Option<usize>)> = None;
+            let mut consider = |delta: u64, i: usize, j: Option<usize>| {
+                if delta > 0 && delta < gap {
+                    let miss = (2 * delta).abs_diff(gap);
+                    if best.is_none_or(|b| miss < b.0) {
+                        best = Some((miss, i, j));
+                    }
+                }
+            };
+            for i in (0..loads.len()).filter(|&i| pod_part[i] as usize == h) {
+                if part_pods[h] > 1 {
+                    consider(loads[i], i, None);
+                }
+                for j in (0..loads.len()).filter(|&j| pod_part[j] as usize == l) {
+                    if loads[i] > loads[j] {
+                        consider(loads[i] - loads[j], i, Some(j));
+                    }
+                }
+            }
+            let Some((_, i, j)) = best else { break };
+            pod_part[i] = l as u32;
+            part_load[h] -= loads[i];
+            part_load[l] += loads[i];
+            match j {
+                Some(j) => {
+                    pod_part[j] = h as u32;
+                    part_load[l] -= loads[j];
+                    part_load[h] += loads[j];
+                }
+                None => {
+                    part_pods[h] -= 1;
+                    part_pods[l] += 1;
+                }
+            }
+        }
+        pods.partition(&pod_part, parts)
+    }
+
+    /// The largest load of a part, summed over its hosts (`host_load` as in
+    /// [`Partition::by_pod_load`]).
+    pub fn heaviest(&self, net: &Network, host_load: &[u64]) -> u64 {
+        let mut load = vec![0u64; self.parts];
+        for (h, &w) in host_load.iter().enumerate() {
+            load[self.part_of(net.host_node(HostId::new(h)))] += w;
+        }
+        load.into_iter().max().unwrap_or(0)
+    }
+
+    /// The number of parts.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// The part of node `n`.
+    pub fn part_of(&self, n: NodeId) -> usize {
+        self.node_part[n.index()] as usize
+    }
+}
+
+/// A network's pods: what is left connected without its top tier of switches.
+struct Pods {
+    /// Per node: its pod (`usize::MAX` for the top tier).
+    pod: Vec<usize>,
+    /// Per pod: its hosts.
+    hosts: Vec<u64>,
+    /// Per node: its tier, its distance in links from the nearest host.
+    tier: Vec<u32>,
+    /// The top tier.
+    top: u32,
+}
+
+impl Pods {
+    /// The pods of `net`, to be split into `parts` parts.
+    ///
+    /// # Errors
+    /// If `parts` is zero, the network has no tier above its edge switches, or it has
+    /// fewer pods than `parts`.
+    fn find(net: &Network, parts: usize) -> Result<Self, SplitError> {
         let fail = |reason: String| SplitError::Unsplittable { parts, reason };
         if parts == 0 {
             return Err(fail("a run needs at least one part".into()));
@@ -157,7 +288,6 @@ impl Partition {
         for p in net.ports() {
             links[p.node().index()].push(p.peer_node().index());
         }
-        // Each node's distance from the nearest host.
         let mut tier = vec![u32::MAX; n];
         let mut queue: VecDeque<usize> = (0..net.num_hosts())
             .map(|h| net.host_node(HostId::new(h)).index())
@@ -181,18 +311,17 @@ impl Partition {
                 ));
             }
         };
-        // The pods: what is left connected without the top tier, and their hosts.
         let mut pod = vec![usize::MAX; n];
-        let mut pods: Vec<u64> = Vec::new();
+        let mut hosts: Vec<u64> = Vec::new();
         for first in 0..n {
             if tier[first] >= top || pod[first] != usize::MAX {
                 continue;
             }
-            let (id, mut hosts) = (pods.len(), 0);
+            let (id, mut count) = (hosts.len(), 0);
             pod[first] = id;
             queue.push_back(first);
             while let Some(v) = queue.pop_front() {
-                hosts += u64::from(tier[v] == 0);
+                count += u64::from(tier[v] == 0);
                 for &w in &links[v] {
                     if tier[w] < top && pod[w] == usize::MAX {
                         pod[w] = id;
@@ -200,53 +329,57 @@ impl Partition {
                     }
                 }
             }
-            pods.push(hosts);
+            hosts.push(count);
         }
-        if pods.len() < parts {
+        if hosts.len() < parts {
             return Err(fail(format!(
                 "it has {} pods below its top tier",
-                pods.len()
+                hosts.len()
             )));
         }
-        let total: u64 = pods.iter().sum::<u64>().max(1);
-        let k = parts as u64;
-        let mut before = 0;
-        let pod_part: Vec<u32> = pods
-            .iter()
-            .map(|&hosts| {
-                let part = ((before + hosts / 2) * k / total).min(k - 1);
-                before += hosts;
-                part as u32
-            })
-            .collect();
+        Ok(Self {
+            pod,
+            hosts,
+            tier,
+            top,
+        })
+    }
+
+    /// Each pod's load, summed over its hosts.
+    fn loads(&self, net: &Network, host_load: &[u64]) -> Vec<u64> {
+        let mut loads = vec![0u64; self.hosts.len()];
+        for (h, &w) in host_load.iter().enumerate() {
+            loads[self.pod[net.host_node(HostId::new(h)).index()]] += w;
+        }
+        loads
+    }
+
+    /// The partition that gives pod `i` to part `pod_part[i]`, and the top tier's
+    /// switches out in order, an equal share to each part.
+    ///
+    /// # Errors
+    /// If a part has no pod.
+    fn partition(&self, pod_part: &[u32], parts: usize) -> Result<Partition, SplitError> {
         for q in 0..parts as u32 {
             if !pod_part.contains(&q) {
-                return Err(fail(format!(
-                    "its pods are too uneven to give part {q} any of them"
-                )));
+                return Err(SplitError::Unsplittable {
+                    parts,
+                    reason: format!("its pods are too uneven to give part {q} any of them"),
+                });
             }
         }
+        let n = self.pod.len();
         let mut node_part = vec![0; n];
         for v in 0..n {
-            if pod[v] != usize::MAX {
-                node_part[v] = pod_part[pod[v]];
+            if self.pod[v] != usize::MAX {
+                node_part[v] = pod_part[self.pod[v]];
             }
         }
-        let tops: Vec<usize> = (0..n).filter(|&v| tier[v] == top).collect();
+        let tops: Vec<usize> = (0..n).filter(|&v| self.tier[v] == self.top).collect();
         for (j, &v) in tops.iter().enumerate() {
             node_part[v] = (j * parts / tops.len()) as u32;
         }
-        Ok(Self { node_part, parts })
-    }
-
-    /// The number of parts.
-    pub fn parts(&self) -> usize {
-        self.parts
-    }
-
-    /// The part of node `n`.
-    pub fn part_of(&self, n: NodeId) -> usize {
-        self.node_part[n.index()] as usize
+        Ok(Partition { node_part, parts })
     }
 }
 
@@ -512,8 +645,10 @@ impl World {
         self.run_split(engine, 1)
     }
 
-    /// Runs the world split by pods into `parts` parts ([`Partition::by_pods`]; one part
-    /// is the whole world) on the exact-order parallel engine: the same events in the same
+    /// Runs the world split by pods into `parts` parts ([`Partition::by_pod_load`] if that
+    /// promises a heaviest part lighter by more than 1/32 of the load and the run accepts
+    /// it, else [`Partition::by_pods`]; one part is the whole world; [`World::partition`]
+    /// tells which) on the exact-order parallel engine: the same events in the same
     /// order as [`World::run`], so the same flow and port tables. Each further part is a
     /// copy of the world, built again from its scenario. Then [`crate::Results::collect`]
     /// works as after a run. In the figures, `sched` counts only the events handled
@@ -557,25 +692,6 @@ impl World {
         if let Some((_, feature)) = refused.iter().find(|r| r.0) {
             return Err(SplitError::Unsupported { feature });
         }
-        let partition = if parts == 1 {
-            Partition::whole(&self.net)
-        } else {
-            Partition::by_pods(&self.net, parts)?
-        };
-        let delays = |between: bool| {
-            self.net
-                .ports()
-                .iter()
-                .filter(|p| {
-                    !between || partition.part_of(p.node()) != partition.part_of(p.peer_node())
-                })
-                .map(|p| p.delay())
-                .min()
-        };
-        let lookahead = delays(true)
-            .or_else(|| delays(false))
-            .unwrap_or(Dur::ZERO)
-            .max(Dur(2));
         // The generators' flows, added to every part's flow table before the run under the
         // numbers the run gives them (ADR 0010, item 5).
         let planned = if parts > 1 && !self.sources.is_empty() {
@@ -586,19 +702,71 @@ impl World {
         } else {
             Vec::new()
         };
-        // Every check before the world changes: a refused world can still run.
-        let apart = if parts > 1 {
-            self.check_ends(&partition, &planned)?
+        // The pods evenly by hosts, and, if it promises a lighter heaviest part by more
+        // than 1/32, first the pods given out by the flows' bytes: a part's time is what
+        // its busiest part takes. The even split is kept for a run that refuses the other
+        // (a generator whose flows in each part must start together may).
+        let candidates = if parts == 1 {
+            vec![Partition::whole(&self.net)]
         } else {
-            Vec::new()
+            let even = Partition::by_pods(&self.net, parts)?;
+            let load = self.host_load(&planned);
+            let balanced = Partition::by_pod_load(&self.net, parts, &load)?;
+            if u128::from(balanced.heaviest(&self.net, &load)) * 33
+                < u128::from(even.heaviest(&self.net, &load)) * 32
+            {
+                vec![balanced, even]
+            } else {
+                vec![even]
+            }
         };
-        let generators = Generators::new(
-            &partition,
-            &self.net,
-            &planned,
-            self.sources.len(),
-            lookahead,
-        )?;
+        // Every check before the world changes: a refused world can still run.
+        let mut refusal = None;
+        let mut chosen = None;
+        for partition in candidates {
+            let delays = |between: bool| {
+                self.net
+                    .ports()
+                    .iter()
+                    .filter(|p| {
+                        !between || partition.part_of(p.node()) != partition.part_of(p.peer_node())
+                    })
+                    .map(|p| p.delay())
+                    .min()
+            };
+            let lookahead = delays(true)
+                .or_else(|| delays(false))
+                .unwrap_or(Dur::ZERO)
+                .max(Dur(2));
+            let checked = if parts > 1 {
+                self.check_ends(&partition, &planned)
+            } else {
+                Ok(Vec::new())
+            }
+            .and_then(|apart| {
+                let generators = Generators::new(
+                    &partition,
+                    &self.net,
+                    &planned,
+                    self.sources.len(),
+                    lookahead,
+                )?;
+                Ok((apart, generators))
+            });
+            match checked {
+                Ok((apart, generators)) => {
+                    chosen = Some((partition, lookahead, apart, generators));
+                    break;
+                }
+                Err(e) => refusal = Some(e),
+            }
+        }
+        let Some((partition, lookahead, apart, generators)) = chosen else {
+            return Err(refusal.expect("a partition was tried"));
+        };
+        if parts > 1 {
+            self.partition = Some(partition.clone());
+        }
         if parts > 1 {
             self.replay_planned(&planned);
             self.intern_routes();
@@ -770,6 +938,37 @@ impl World {
     /// handling, numbering and renumbering.
     pub fn parallel_stats(&self) -> Option<ParallelStats> {
         self.parallel
+    }
+
+    /// The parts of the nodes in the last split run (from [`World::run_split`] with more
+    /// than one part, once the run has begun).
+    pub fn partition(&self) -> Option<&Partition> {
+        self.partition.as_ref()
+    }
+
+    /// An estimate of each host's work in the run, for [`Partition::by_pod_load`]: the
+    /// bytes of the flows it sends or receives, listed and `planned`, and 3,000 more per
+    /// flow (its first packets and their acknowledgments). A flow without a size counts as
+    /// one byte per nanosecond from its start to its stop or the run's end (as if at
+    /// 8 Gb/s), and as 1 GB in a run without an end.
+    fn host_load(&self, planned: &[(FlowSpec, u32)]) -> Vec<u64> {
+        let mut load = vec![0u64; self.net.num_hosts()];
+        let listed = (0..self.flows.len()).map(|i| *self.flows.spec(FlowId::new(i)));
+        for spec in listed.chain(planned.iter().map(|p| p.0)) {
+            let bytes = spec
+                .size_bytes
+                .unwrap_or_else(|| match spec.stop.or(self.end) {
+                    Some(until) => until.0.saturating_sub(spec.start.0) / 1000,
+                    None => 1 << 30,
+                });
+            let w = bytes.saturating_add(3000);
+            for h in [spec.src, spec.dst] {
+                if let Some(l) = load.get_mut(h.index()) {
+                    *l = l.saturating_add(w);
+                }
+            }
+        }
+        load
     }
 
     /// Finds the flows, listed and `planned`, whose ends are in different parts, and

@@ -250,6 +250,8 @@ pub struct World {
     pub(crate) spent: bool,
     /// The parallel engine's figures of a split run on threads.
     pub(crate) parallel: Option<dcsim_engine::parallel::ParallelStats>,
+    /// The parts of the nodes in a split run.
+    pub(crate) partition: Option<crate::split::Partition>,
 }
 
 /// Queue-length samples of every switch port, by tier (`"leaf->spine"`: the port's node's
@@ -451,6 +453,7 @@ impl World {
             wall_seconds: 0.0,
             spent: false,
             parallel: None,
+            partition: None,
         })
     }
 
