@@ -168,7 +168,8 @@ impl Partition {
 
     /// Splits `net` into `parts` parts by pods, as [`Partition::by_pods`], but with the
     /// pods given out to even the parts' loads (`host_load`: an estimate of each host's
-    /// work, such as the bytes its flows carry): the heaviest pods first, each to the
+    /// work, such as the bytes its flows carry, by host number; entries beyond the
+    /// network's hosts are ignored, missing ones count as zero): the heaviest pods first, each to the
     /// lightest part, then single pods moved, and pairs swapped, from the heaviest part to
     /// the lightest while that lightens the heaviest. A part's pods need not be
     /// neighbours. Any split gives the same outputs; only the time differs.
@@ -181,7 +182,7 @@ impl Partition {
         let mut order: Vec<usize> = (0..loads.len()).collect();
         order.sort_by_key(|&i| (std::cmp::Reverse(loads[i]), i));
         let mut pod_part = vec![0u32; loads.len()];
-        let mut part_load = vec![0u64; parts];
+        let mut part_load = vec![0u128; parts];
         let mut part_pods = vec![0usize; parts];
         for &i in &order {
             // The lightest part, the one with fewest pods among equals, the first among those.
@@ -201,8 +202,8 @@ impl Partition {
             };
             let gap = part_load[h] - part_load[l];
             // The change of load that helps most: as near half the gap as can be.
-            let mut best: Option<(u64, usize, Option<usize>)> = None;
-            let mut consider = |delta: u64, i: usize, j: Option<usize>| {
+            let mut best: Option<(u128, usize, Option<usize>)> = None;
+            let mut consider = |delta: u128, i: usize, j: Option<usize>| {
                 if delta > 0 && delta < gap {
                     let miss = (2 * delta).abs_diff(gap);
                     if best.is_none_or(|b| miss < b.0) {
@@ -241,10 +242,10 @@ impl Partition {
 
     /// The largest load of a part, summed over its hosts (`host_load` as in
     /// [`Partition::by_pod_load`]).
-    pub fn heaviest(&self, net: &Network, host_load: &[u64]) -> u64 {
-        let mut load = vec![0u64; self.parts];
-        for (h, &w) in host_load.iter().enumerate() {
-            load[self.part_of(net.host_node(HostId::new(h)))] += w;
+    pub fn heaviest(&self, net: &Network, host_load: &[u64]) -> u128 {
+        let mut load = vec![0u128; self.parts];
+        for (h, &w) in host_load.iter().enumerate().take(net.num_hosts()) {
+            load[self.part_of(net.host_node(HostId::new(h)))] += u128::from(w);
         }
         load.into_iter().max().unwrap_or(0)
     }
@@ -346,10 +347,10 @@ impl Pods {
     }
 
     /// Each pod's load, summed over its hosts.
-    fn loads(&self, net: &Network, host_load: &[u64]) -> Vec<u64> {
-        let mut loads = vec![0u64; self.hosts.len()];
-        for (h, &w) in host_load.iter().enumerate() {
-            loads[self.pod[net.host_node(HostId::new(h)).index()]] += w;
+    fn loads(&self, net: &Network, host_load: &[u64]) -> Vec<u128> {
+        let mut loads = vec![0u128; self.hosts.len()];
+        for (h, &w) in host_load.iter().enumerate().take(net.num_hosts()) {
+            loads[self.pod[net.host_node(HostId::new(h)).index()]] += u128::from(w);
         }
         loads
     }
@@ -692,6 +693,12 @@ impl World {
         if let Some((_, feature)) = refused.iter().find(|r| r.0) {
             return Err(SplitError::Unsupported { feature });
         }
+        // A network that cannot be split is refused before anything else is worked out.
+        let even = if parts > 1 {
+            Some(Partition::by_pods(&self.net, parts)?)
+        } else {
+            None
+        };
         // The generators' flows, added to every part's flow table before the run under the
         // numbers the run gives them (ADR 0010, item 5).
         let planned = if parts > 1 && !self.sources.is_empty() {
@@ -706,19 +713,16 @@ impl World {
         // than 1/32, first the pods given out by the flows' bytes: a part's time is what
         // its busiest part takes. The even split is kept for a run that refuses the other
         // (a generator whose flows in each part must start together may).
-        let candidates = if parts == 1 {
-            vec![Partition::whole(&self.net)]
-        } else {
-            let even = Partition::by_pods(&self.net, parts)?;
+        let candidates = if let Some(even) = even {
             let load = self.host_load(&planned);
             let balanced = Partition::by_pod_load(&self.net, parts, &load)?;
-            if u128::from(balanced.heaviest(&self.net, &load)) * 33
-                < u128::from(even.heaviest(&self.net, &load)) * 32
-            {
+            if balanced.heaviest(&self.net, &load) * 33 < even.heaviest(&self.net, &load) * 32 {
                 vec![balanced, even]
             } else {
                 vec![even]
             }
+        } else {
+            vec![Partition::whole(&self.net)]
         };
         // Every check before the world changes: a refused world can still run.
         let mut refusal = None;

@@ -290,7 +290,7 @@ fn the_pods_are_given_out_to_even_the_parts_loads() {
     // the xpass-fattree data-mining run, where half the pods in order carry 61 %.
     let pod_load = [106u64, 96, 42, 143, 287, 151, 51, 123];
     let host_load: Vec<u64> = (0..192).map(|h| pod_load[h / 24]).collect();
-    let total: u64 = host_load.iter().sum();
+    let total: u128 = host_load.iter().map(|&w| u128::from(w)).sum();
     let even = Partition::by_pods(net, 2).unwrap();
     assert_eq!(even.heaviest(net, &host_load) * 1000 / total, 612);
     let balanced = Partition::by_pod_load(net, 2, &host_load).unwrap();
