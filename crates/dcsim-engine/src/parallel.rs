@@ -430,6 +430,10 @@ pub struct ParallelStats {
     /// Wall-clock seconds the parts spent renumbering their pending events and taking in
     /// the events sent to them, summed over the parts.
     pub renumber_seconds: f64,
+    /// Wall-clock seconds the parts spent handing their windows' logs over, waiting at the
+    /// barrier for the other parts and choosing the next window, summed over the parts:
+    /// mostly the waits of the parts that finished their windows first.
+    pub waiting_seconds: f64,
 }
 
 /// A parallel run's failure.
@@ -934,6 +938,7 @@ pub fn run_parallel<P: Part>(
         stats.handle_seconds += o.stats.handle_seconds;
         stats.busiest_handle_seconds = stats.busiest_handle_seconds.max(o.stats.handle_seconds);
         stats.renumber_seconds += o.stats.renumber_seconds;
+        stats.waiting_seconds += o.stats.waiting_seconds;
         stats.windows = stats.windows.max(o.stats.windows);
     }
     if let Some(order) = order {
@@ -1005,33 +1010,40 @@ impl<P: Part> Worker<'_, P> {
             handled: plan.record.then(Vec::new),
             error: None,
         };
+        let mut guards = Guards::new();
+        // One reading of the clock between phases, each the end of one and the start of
+        // the next: four per window (the clock is about 1 % of a part's time on windows
+        // of a hundred events).
+        let mut clock = Clock::new();
         let mut k = plan.first_window;
         let mut i = 0usize;
         let error = loop {
             if i >= 1 {
                 // Window `i − 1`: its numbers, its messages, then the events and late
                 // events it sent this part, which land in this window at the earliest.
-                if numberer.number(shared, (i - 1) % SLOTS).is_none() {
+                if numberer
+                    .number(shared, (i - 1) % SLOTS, &mut guards)
+                    .is_none()
+                {
                     return Outcome::aborted();
                 }
+                numberer.stats.numbering_seconds += clock.lap();
                 if let Some(e) = numberer.error.take() {
                     self.early_error.get_or_insert(e);
                 }
-                let t0 = std::time::Instant::now();
                 self.take_messages(shared, (i - 1) % SLOTS, plan.width);
                 match self.take_numbered(shared, (i - 1) % SLOTS) {
                     Some(late) => numberer.stats.late += late,
                     None => return Outcome::aborted(),
                 }
-                numberer.stats.renumber_seconds += t0.elapsed().as_secs_f64();
+                numberer.stats.renumber_seconds += clock.lap();
             }
-            let t2 = std::time::Instant::now();
             let start = k * plan.width;
             let end = start
                 .saturating_add(plan.width)
                 .min(plan.end.saturating_add(1));
             self.window(start, end, start.saturating_add(plan.width));
-            numberer.stats.handle_seconds += t2.elapsed().as_secs_f64();
+            numberer.stats.handle_seconds += clock.lap();
             // A pending expectation keeps its window from being skipped: its count must be
             // taken there.
             self.log.next = match (self.heap.peek_time(), self.expected.last()) {
@@ -1070,15 +1082,18 @@ impl<P: Part> Worker<'_, P> {
                 }
                 _ => break None,
             }
+            numberer.stats.waiting_seconds += clock.lap();
         };
         // The last window's numbering, for the figures and the order, and its messages:
         // the one-thread run receives every message. The late events they create are
         // after the end (a window on, past it), so they are only checked.
         let mut error = error;
         if error.is_none() {
-            if numberer.number(shared, i % SLOTS).is_none() {
+            clock.lap();
+            if numberer.number(shared, i % SLOTS, &mut guards).is_none() {
                 return Outcome::aborted();
             }
+            numberer.stats.numbering_seconds += clock.lap();
             if let Some(e) = numberer.error.take() {
                 self.early_error.get_or_insert(e);
             }
@@ -1456,6 +1471,47 @@ fn step(
 }
 
 /// A part's numbering: the global numbers of the events it created, window by window.
+/// A part's read guards on every part's log and numbers of the window it numbers, and
+/// its numbers of the window before: vectors kept from window to window, emptied after
+/// each numbering.
+struct Guards<'s, E, M> {
+    logs: Vec<RwLockReadGuard<'s, WindowLog<E, M>>>,
+    now: Vec<RwLockReadGuard<'s, Numbers>>,
+    prev: Vec<RwLockReadGuard<'s, Numbers>>,
+}
+
+impl<E, M> Guards<'_, E, M> {
+    fn new() -> Self {
+        Self {
+            logs: Vec::new(),
+            now: Vec::new(),
+            prev: Vec::new(),
+        }
+    }
+    fn clear(&mut self) {
+        self.logs.clear();
+        self.now.clear();
+        self.prev.clear();
+    }
+}
+
+/// The wall clock read once between phases: each reading ends one phase's time and starts
+/// the next one's.
+struct Clock(std::time::Instant);
+
+impl Clock {
+    fn new() -> Self {
+        Self(std::time::Instant::now())
+    }
+    /// Seconds since the last reading.
+    fn lap(&mut self) -> f64 {
+        let now = std::time::Instant::now();
+        let secs = now.duration_since(self.0).as_secs_f64();
+        self.0 = now;
+        secs
+    }
+}
+
 struct Numberer {
     p: usize,
     /// The first global number of the next window to number.
@@ -1535,15 +1591,37 @@ impl Numberer {
     /// come before its own in the global order, this part's and the others'. Reads the
     /// other parts' logs, and their numbers only at equal times. `None` if the run was
     /// aborted.
-    fn number<E: Copy, M>(&mut self, shared: &Shared<E, M>, slot: usize) -> Option<()> {
-        let start = std::time::Instant::now();
+    fn number<'s, E: Copy, M>(
+        &mut self,
+        shared: &'s Shared<E, M>,
+        slot: usize,
+        guards: &mut Guards<'s, E, M>,
+    ) -> Option<()> {
         let before = (slot + SLOTS - 1) % SLOTS;
-        let logs: Vec<RwLockReadGuard<'_, WindowLog<E, M>>> =
-            shared.logs.iter().map(|l| read(&l[slot])).collect();
-        let now: Vec<RwLockReadGuard<'_, Numbers>> =
-            shared.numbers.iter().map(|n| read(&n[slot])).collect();
-        let prev: Vec<RwLockReadGuard<'_, Numbers>> =
-            shared.numbers.iter().map(|n| read(&n[before])).collect();
+        guards.clear();
+        guards
+            .logs
+            .extend(shared.logs.iter().map(|l| read(&l[slot])));
+        guards
+            .now
+            .extend(shared.numbers.iter().map(|n| read(&n[slot])));
+        guards
+            .prev
+            .extend(shared.numbers.iter().map(|n| read(&n[before])));
+        let result = self.number_with(shared, &guards.logs, &guards.now, &guards.prev);
+        guards.clear();
+        result
+    }
+
+    /// [`Numberer::number`] with the window's logs, its numbers and those of the window
+    /// before, all parts', read.
+    fn number_with<E: Copy, M>(
+        &mut self,
+        shared: &Shared<E, M>,
+        logs: &[RwLockReadGuard<'_, WindowLog<E, M>>],
+        now: &[RwLockReadGuard<'_, Numbers>],
+        prev: &[RwLockReadGuard<'_, Numbers>],
+    ) -> Option<()> {
         // The global number of an event numbered `num` by part `q` (for `q` itself, always
         // known; for another part, waited for if that part is still numbering it).
         let global = |q: usize, num: u64| -> Option<u64> {
@@ -1609,7 +1687,7 @@ impl Numberer {
         // Expected events placed before the window's first handler.
         let first_cum = own.log.first().map_or(own.count, |e| e.2);
         for c in own.base..first_cum {
-            let g = placer.number(c, g0 + (c - own.base), &logs, &now, shared, &mut self.error)?;
+            let g = placer.number(c, g0 + (c - own.base), logs, now, shared, &mut self.error)?;
             table[(c - own.base) as usize].store(g, Ordering::Release);
         }
         let no_placed = own.placed.is_empty();
@@ -1640,8 +1718,8 @@ impl Numberer {
                     let g = placer.number(
                         cum + i as u64,
                         *first + i as u64,
-                        &logs,
-                        &now,
+                        logs,
+                        now,
                         shared,
                         &mut self.error,
                     )?;
@@ -1656,14 +1734,13 @@ impl Numberer {
         }
         self.next_global += logs.iter().map(|l| l.count - l.base).sum::<u64>();
         if p == 0 {
-            for log in &logs {
+            for log in logs {
                 self.stats.events += log.log.len() as u64;
                 self.stats.crossings += log.outbox.iter().map(|o| o.len() as u64).sum::<u64>();
                 self.stats.messages += log.msgbox.iter().map(|m| m.len() as u64).sum::<u64>();
             }
         }
         self.stats.windows += 1;
-        self.stats.numbering_seconds += start.elapsed().as_secs_f64();
         Some(())
     }
 }

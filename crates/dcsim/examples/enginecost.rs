@@ -104,7 +104,7 @@ fn main() -> ExitCode {
                 engine_figures = format!(
                     "threads: {} windows, {} events and {} copies sent between parts, {} late; \
                      ns per event summed over the parts: handling {:.1} (busiest part {:.1}), \
-                     numbering {:.1}, renumbering {:.1}",
+                     numbering {:.1}, renumbering {:.1}, waiting {:.1}",
                     p.windows,
                     p.crossings,
                     p.messages,
@@ -112,7 +112,8 @@ fn main() -> ExitCode {
                     per(p.handle_seconds),
                     per(p.busiest_handle_seconds),
                     per(p.numbering_seconds),
-                    per(p.renumber_seconds)
+                    per(p.renumber_seconds),
+                    per(p.waiting_seconds)
                 );
             }
             figures.push(secs * 1e9 / stats.events.max(1) as f64);
