@@ -1010,7 +1010,15 @@ impl<P: Part> Worker<'_, P> {
             handled: plan.record.then(Vec::new),
             error: None,
         };
-        let mut guards = Guards::new();
+        // Read guards on every part's buffers: `logs` and `numbers` those of the window
+        // just ended, taken after the barrier that ends it and kept through its numbering
+        // and the taking in of what it sent; `prev` the numbers of the window before it,
+        // which its numbering reads at equal times. One taking of each lock per window:
+        // every taking moves the lock's line between the cores.
+        let mut logs: Vec<RwLockReadGuard<'_, WindowLog<P::Event, P::Message>>> = Vec::new();
+        let mut numbers: Vec<RwLockReadGuard<'_, Numbers>> = Vec::new();
+        let mut prev: Vec<RwLockReadGuard<'_, Numbers>> =
+            shared.numbers.iter().map(|n| read(&n[SLOTS - 1])).collect();
         // One reading of the clock between phases, each the end of one and the start of
         // the next: four per window (the clock is about 1 % of a part's time on windows
         // of a hundred events).
@@ -1021,21 +1029,21 @@ impl<P: Part> Worker<'_, P> {
             if i >= 1 {
                 // Window `i − 1`: its numbers, its messages, then the events and late
                 // events it sent this part, which land in this window at the earliest.
-                if numberer
-                    .number(shared, (i - 1) % SLOTS, &mut guards)
-                    .is_none()
-                {
+                if numberer.number(shared, &logs, &numbers, &prev).is_none() {
                     return Outcome::aborted();
                 }
                 numberer.stats.numbering_seconds += clock.lap();
                 if let Some(e) = numberer.error.take() {
                     self.early_error.get_or_insert(e);
                 }
-                self.take_messages(shared, (i - 1) % SLOTS, plan.width);
-                match self.take_numbered(shared, (i - 1) % SLOTS) {
+                self.take_messages(&logs, plan.width);
+                match self.take_numbered(shared, &logs, &numbers) {
                     Some(late) => numberer.stats.late += late,
                     None => return Outcome::aborted(),
                 }
+                logs.clear();
+                prev.clear();
+                prev.append(&mut numbers);
                 numberer.stats.renumber_seconds += clock.lap();
             }
             let start = k * plan.width;
@@ -1054,10 +1062,11 @@ impl<P: Part> Worker<'_, P> {
             if !shared.barrier.wait() {
                 return Outcome::aborted();
             }
+            logs.extend(shared.logs.iter().map(|l| read(&l[i % SLOTS])));
+            numbers.extend(shared.numbers.iter().map(|n| read(&n[i % SLOTS])));
             // Every thread reads the same figures, so all take the same decision.
             let (mut busy, mut next, mut error) = (false, None::<u64>, None);
-            for logs in &shared.logs {
-                let l = read(&logs[i % SLOTS]);
+            for l in &logs {
                 busy |= !l.log.is_empty();
                 for t in l.next.into_iter().chain(l.sent) {
                     next = Some(next.map_or(t, |m| m.min(t)));
@@ -1090,15 +1099,15 @@ impl<P: Part> Worker<'_, P> {
         let mut error = error;
         if error.is_none() {
             clock.lap();
-            if numberer.number(shared, i % SLOTS, &mut guards).is_none() {
+            if numberer.number(shared, &logs, &numbers, &prev).is_none() {
                 return Outcome::aborted();
             }
             numberer.stats.numbering_seconds += clock.lap();
             if let Some(e) = numberer.error.take() {
                 self.early_error.get_or_insert(e);
             }
-            self.take_messages(shared, i % SLOTS, plan.width);
-            self.check_deferred(shared, i % SLOTS, plan.end);
+            self.take_messages(&logs, plan.width);
+            self.check_deferred(&numbers, plan.end);
             error = self.early_error.take();
         }
         drop(guard);
@@ -1111,12 +1120,9 @@ impl<P: Part> Worker<'_, P> {
 
     /// Hands the window's log over and readies the table of its numbers.
     fn publish(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize) {
+        let (base, count) = (self.log.base, self.log.count);
         std::mem::swap(&mut *write(&shared.logs[self.p][slot]), &mut self.log);
         let mut numbers = write(&shared.numbers[self.p][slot]);
-        let (base, count) = {
-            let l = read(&shared.logs[self.p][slot]);
-            (l.base, l.count)
-        };
         numbers.base = base;
         let len = (count - base) as usize;
         numbers.table.truncate(len);
@@ -1130,23 +1136,24 @@ impl<P: Part> Worker<'_, P> {
     /// numbered), takes in the events the other parts sent it then and creates the late
     /// events of that window's messages, waiting for the numbers other parts are still
     /// giving. Returns how many late events it created (`None` if the run was aborted).
-    fn take_numbered(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize) -> Option<u64> {
-        self.heap.renumber(&read(&shared.numbers[self.p][slot]));
-        for q in 0..self.n {
+    fn take_numbered(
+        &mut self,
+        shared: &Shared<P::Event, P::Message>,
+        logs: &[RwLockReadGuard<'_, WindowLog<P::Event, P::Message>>],
+        numbers: &[RwLockReadGuard<'_, Numbers>],
+    ) -> Option<u64> {
+        self.heap.renumber(&numbers[self.p]);
+        for (q, (log, table)) in logs.iter().zip(numbers).enumerate() {
             if q == self.p {
                 continue;
             }
-            let log = read(&shared.logs[q][slot]);
-            let numbers = read(&shared.numbers[q][slot]);
             for &(t, c, ev) in &log.outbox[self.p] {
-                let g = numbers.wait(c, &shared.barrier)?;
+                let g = table.wait(c, &shared.barrier)?;
                 self.heap.push_foreign(t, g, ev);
             }
         }
         let late = self.deferred.len() as u64;
         if late > 0 {
-            let numbers: Vec<RwLockReadGuard<'_, Numbers>> =
-                shared.numbers.iter().map(|n| read(&n[slot])).collect();
             let reserved = |s: Slot| {
                 numbers
                     .get(s.part as usize)
@@ -1181,9 +1188,7 @@ impl<P: Part> Worker<'_, P> {
     /// At the end of the run: checks the late events kept for a window that will not come
     /// (their slots, reserved in window `slot`, and their times, after `end`) and drops
     /// them.
-    fn check_deferred(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize, end: u64) {
-        let numbers: Vec<RwLockReadGuard<'_, Numbers>> =
-            shared.numbers.iter().map(|n| read(&n[slot])).collect();
+    fn check_deferred(&mut self, numbers: &[RwLockReadGuard<'_, Numbers>], end: u64) {
         let reserved = |s: Slot| numbers.get(s.part as usize).is_some_and(|t| t.has(s.num));
         for (at, _, a, b) in self.deferred.drain(..) {
             debug_assert!(at > end, "a late event before the end was not handled");
@@ -1197,12 +1202,15 @@ impl<P: Part> Worker<'_, P> {
     /// Hands the part the messages the other parts sent it in window `slot` (the one just
     /// numbered) and keeps the late events it creates for the next window's start, when
     /// the numbers of their slots are known everywhere.
-    fn take_messages(&mut self, shared: &Shared<P::Event, P::Message>, slot: usize, width: u64) {
-        for q in 0..self.n {
+    fn take_messages(
+        &mut self,
+        logs: &[RwLockReadGuard<'_, WindowLog<P::Event, P::Message>>],
+        width: u64,
+    ) {
+        for (q, log) in logs.iter().enumerate() {
             if q == self.p {
                 continue;
             }
-            let log = read(&shared.logs[q][slot]);
             // Sent at the window's start or later, at least the look-ahead before.
             let earliest = log.start.saturating_add(width);
             for msg in &log.msgbox[self.p] {
@@ -1471,30 +1479,6 @@ fn step(
 }
 
 /// A part's numbering: the global numbers of the events it created, window by window.
-/// A part's read guards on every part's log and numbers of the window it numbers, and
-/// its numbers of the window before: vectors kept from window to window, emptied after
-/// each numbering.
-struct Guards<'s, E, M> {
-    logs: Vec<RwLockReadGuard<'s, WindowLog<E, M>>>,
-    now: Vec<RwLockReadGuard<'s, Numbers>>,
-    prev: Vec<RwLockReadGuard<'s, Numbers>>,
-}
-
-impl<E, M> Guards<'_, E, M> {
-    fn new() -> Self {
-        Self {
-            logs: Vec::new(),
-            now: Vec::new(),
-            prev: Vec::new(),
-        }
-    }
-    fn clear(&mut self) {
-        self.logs.clear();
-        self.now.clear();
-        self.prev.clear();
-    }
-}
-
 /// The wall clock read once between phases: each reading ends one phase's time and starts
 /// the next one's.
 struct Clock(std::time::Instant);
@@ -1591,31 +1575,7 @@ impl Numberer {
     /// come before its own in the global order, this part's and the others'. Reads the
     /// other parts' logs, and their numbers only at equal times. `None` if the run was
     /// aborted.
-    fn number<'s, E: Copy, M>(
-        &mut self,
-        shared: &'s Shared<E, M>,
-        slot: usize,
-        guards: &mut Guards<'s, E, M>,
-    ) -> Option<()> {
-        let before = (slot + SLOTS - 1) % SLOTS;
-        guards.clear();
-        guards
-            .logs
-            .extend(shared.logs.iter().map(|l| read(&l[slot])));
-        guards
-            .now
-            .extend(shared.numbers.iter().map(|n| read(&n[slot])));
-        guards
-            .prev
-            .extend(shared.numbers.iter().map(|n| read(&n[before])));
-        let result = self.number_with(shared, &guards.logs, &guards.now, &guards.prev);
-        guards.clear();
-        result
-    }
-
-    /// [`Numberer::number`] with the window's logs, its numbers and those of the window
-    /// before, all parts', read.
-    fn number_with<E: Copy, M>(
+    fn number<E: Copy, M>(
         &mut self,
         shared: &Shared<E, M>,
         logs: &[RwLockReadGuard<'_, WindowLog<E, M>>],
