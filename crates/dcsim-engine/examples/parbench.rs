@@ -15,7 +15,7 @@
 //! Run: `cargo run --release -p dcsim-engine --example parbench [-- [--lookahead NS] [--copies] ROUNDS...]`
 use std::time::Instant;
 
-use dcsim_engine::parallel::{Late, Out, Part, Slot, run_parallel};
+use dcsim_engine::parallel::{Late, Out, Part, Slot, line_round_trip, run_parallel};
 use dcsim_engine::{Dur, Scheduler, Time, splitmix};
 
 /// Nodes per part.
@@ -181,7 +181,7 @@ fn main() {
         rounds
     };
     println!(
-        "rounds  one thread ns/event  two parts ns/event  speed-up  events/window  numbering  handling  renumbering (ns/event)"
+        "rounds  one thread ns/event  two parts ns/event  speed-up  events/window  numbering  handling  renumbering (ns/event)  line round trip (ns)"
     );
     for r in rounds {
         let parts = 2;
@@ -191,6 +191,7 @@ fn main() {
         let n = one_thread(&mut one, &init);
         let seq = t.elapsed().as_secs_f64();
         let mut two = model(parts, r, copies);
+        let trip = line_round_trip(20_000);
         let t = Instant::now();
         let stats = run_parallel(&mut two, &init, END, Dur(lookahead), None).expect("look-ahead");
         let par = t.elapsed().as_secs_f64();
@@ -202,7 +203,7 @@ fn main() {
             );
         }
         println!(
-            "{r:>6}  {:>19.1}  {:>18.1}  {:>7.2}×  {:>13.0}  {:>9.1}  {:>8.1}  {:>11.1}",
+            "{r:>6}  {:>19.1}  {:>18.1}  {:>7.2}×  {:>13.0}  {:>9.1}  {:>8.1}  {:>11.1}  {trip:>20.0}",
             seq * 1e9 / n as f64,
             par * 1e9 / n as f64,
             seq / par,

@@ -86,6 +86,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            let trip = dcsim::engine::parallel::line_round_trip(20_000);
             let start = Instant::now();
             let stats = match engine {
                 None => w.run(&mut |_| {}),
@@ -104,7 +105,8 @@ fn main() -> ExitCode {
                 engine_figures = format!(
                     "threads: {} windows, {} events and {} copies sent between parts, {} late; \
                      ns per event summed over the parts: handling {:.1} (busiest part {:.1}), \
-                     numbering {:.1}, renumbering {:.1}, waiting {:.1}",
+                     numbering {:.1}, renumbering {:.1}, waiting {:.1}; a cache line's round \
+                     trip between two threads before the run {trip:.0} ns",
                     p.windows,
                     p.crossings,
                     p.messages,
