@@ -59,8 +59,11 @@
 //! `cargo run --release -p dcsim-engine --example parbench` measures what is left of two
 //! threads after the logs, the numbering and the barrier. [`run_sequential`] is the
 //! reference: the same parts on one thread, ordered as one [`Scheduler`] orders them.
-//! dcsim's network runs on this whole, as one part (`dcsim::split`), but is not split yet
-//! (ADR 0009 says what a split would gain, ADR 0010 what it must solve).
+//! dcsim's network runs on this split by pods (`dcsim::split`, `dcsim run --threads N`;
+//! ADR 0009 says what a split gains, ADR 0010 how the network is split and what it costs).
+//! Everything that one core writes and another reads moves cache lines between them, and
+//! on some machines, for a while, each move costs several times more:
+//! [`line_round_trip`] measures it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -441,7 +444,7 @@ pub struct ParallelStats {
 /// batches, and the median batch's mean is returned (a batch can catch a stray pause). A
 /// measuring aid for parallel runs, whose windows move lines between the cores: on this
 /// project's 2-vCPU virtual machine (an AMD EPYC) it is 55–190 ns most of the time and
-/// 270–370 ns in spells during which a two-thread run is half again as slow while one
+/// 270–380 ns in spells during which a two-thread run is half again as slow while one
 /// thread, or two separate processes, keep their speed (ADR 0010, "The slow mode"), which
 /// fits the two cores being placed, for a while, where their caches are far apart. So
 /// `parbench` and `enginecost` print it next to their two-thread figures. On a single
@@ -1181,8 +1184,8 @@ impl<P: Part> Worker<'_, P> {
         numbers.table.resize_with(len, || AtomicU64::new(UNSET));
     }
 
-    /// Renumbers the part's events provisionally numbered in window `slot` (the one just
-    /// numbered), takes in the events the other parts sent it then and creates the late
+    /// Renumbers the part's events provisionally numbered in the window just numbered
+    /// (every part's log and numbers of it in `logs` and `numbers`), takes in the events the other parts sent it then and creates the late
     /// events of that window's messages, waiting for the numbers other parts are still
     /// giving. Returns how many late events it created (`None` if the run was aborted).
     fn take_numbered(
@@ -1235,8 +1238,8 @@ impl<P: Part> Worker<'_, P> {
     }
 
     /// At the end of the run: checks the late events kept for a window that will not come
-    /// (their slots, reserved in window `slot`, and their times, after `end`) and drops
-    /// them.
+    /// (their slots, reserved in the last window, whose numbers are `numbers`, and their
+    /// times, after `end`) and drops them.
     fn check_deferred(&mut self, numbers: &[RwLockReadGuard<'_, Numbers>], end: u64) {
         let reserved = |s: Slot| numbers.get(s.part as usize).is_some_and(|t| t.has(s.num));
         for (at, _, a, b) in self.deferred.drain(..) {
@@ -1248,9 +1251,9 @@ impl<P: Part> Worker<'_, P> {
         }
     }
 
-    /// Hands the part the messages the other parts sent it in window `slot` (the one just
-    /// numbered) and keeps the late events it creates for the next window's start, when
-    /// the numbers of their slots are known everywhere.
+    /// Hands the part the messages the other parts sent it in the window of `logs` (the
+    /// one just numbered) and keeps the late events it creates for the next window's
+    /// start, when the numbers of their slots are known everywhere.
     fn take_messages(
         &mut self,
         logs: &[RwLockReadGuard<'_, WindowLog<P::Event, P::Message>>],
@@ -1619,7 +1622,8 @@ impl Placer<'_> {
 }
 
 impl Numberer {
-    /// Gives every event this part created in the window in buffer `slot` its global
+    /// Gives every event this part created in the window of `logs` and `now` (every part's
+    /// log and numbers of it; `prev`, their numbers of the window before) its global
     /// number: the window's first number, plus the events created by the handlers that
     /// come before its own in the global order, this part's and the others'. Reads the
     /// other parts' logs, and their numbers only at equal times. `None` if the run was
