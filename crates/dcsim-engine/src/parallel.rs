@@ -443,12 +443,12 @@ pub struct ParallelStats {
 /// two threads pass a counter to and fro through one atomic, `rounds` times in five
 /// batches, and the median batch's mean is returned (a batch can catch a stray pause). A
 /// measuring aid for parallel runs, whose windows move lines between the cores: on this
-/// project's 2-vCPU virtual machine (an AMD EPYC) it is 55–190 ns most of the time and
+/// project's 2-vCPU virtual machine (an AMD EPYC) it is 53–190 ns most of the time and
 /// 270–380 ns in spells during which a two-thread run is half again as slow while one
-/// thread, or two separate processes, keep their speed (ADR 0010, "The slow mode"), which
-/// fits the two cores being placed, for a while, where their caches are far apart. So
-/// `parbench` and `enginecost` print it next to their two-thread figures. On a single
-/// core the threads take turns and it measures the scheduler instead.
+/// thread, or two separate processes, keep their speed (ADR 0010, "Built (2026-11-28,
+/// later)"), which fits the two cores being placed, for a while, where their caches are
+/// far apart. So `parbench` and `enginecost` print it next to their two-thread figures.
+/// On a single core the threads take turns and it measures the scheduler instead.
 pub fn line_round_trip(rounds: u64) -> f64 {
     #[repr(align(128))]
     struct Line(AtomicU64);
@@ -1185,9 +1185,10 @@ impl<P: Part> Worker<'_, P> {
     }
 
     /// Renumbers the part's events provisionally numbered in the window just numbered
-    /// (every part's log and numbers of it in `logs` and `numbers`), takes in the events the other parts sent it then and creates the late
-    /// events of that window's messages, waiting for the numbers other parts are still
-    /// giving. Returns how many late events it created (`None` if the run was aborted).
+    /// (every part's log and numbers of it in `logs` and `numbers`), takes in the events
+    /// the other parts sent it then and creates the late events of that window's messages,
+    /// waiting for the numbers other parts are still giving. Returns how many late events
+    /// it created (`None` if the run was aborted).
     fn take_numbered(
         &mut self,
         shared: &Shared<P::Event, P::Message>,
@@ -1530,7 +1531,6 @@ fn step(
     *h += usize::from(!passed);
 }
 
-/// A part's numbering: the global numbers of the events it created, window by window.
 /// The wall clock read once between phases: each reading ends one phase's time and starts
 /// the next one's.
 struct Clock(std::time::Instant);
@@ -1548,6 +1548,7 @@ impl Clock {
     }
 }
 
+/// A part's numbering: the global numbers of the events it created, window by window.
 struct Numberer {
     p: usize,
     /// The first global number of the next window to number.
