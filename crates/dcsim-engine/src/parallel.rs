@@ -1081,12 +1081,11 @@ impl<P: Part> Worker<'_, P> {
             if i >= 1 {
                 // Window `i − 1`: its numbers, its messages, then the events and late
                 // events it sent this part, which land in this window at the earliest.
-                if numberer.number(shared, &logs, &numbers, &prev).is_none() {
+                if self
+                    .number(&mut numberer, &mut clock, shared, &logs, &numbers, &prev)
+                    .is_none()
+                {
                     return Outcome::aborted();
-                }
-                numberer.stats.numbering_seconds += clock.lap();
-                if let Some(e) = numberer.error.take() {
-                    self.early_error.get_or_insert(e);
                 }
                 self.take_messages(&logs, plan.width);
                 match self.take_numbered(shared, &logs, &numbers) {
@@ -1151,12 +1150,11 @@ impl<P: Part> Worker<'_, P> {
         let mut error = error;
         if error.is_none() {
             clock.lap();
-            if numberer.number(shared, &logs, &numbers, &prev).is_none() {
+            if self
+                .number(&mut numberer, &mut clock, shared, &logs, &numbers, &prev)
+                .is_none()
+            {
                 return Outcome::aborted();
-            }
-            numberer.stats.numbering_seconds += clock.lap();
-            if let Some(e) = numberer.error.take() {
-                self.early_error.get_or_insert(e);
             }
             self.take_messages(&logs, plan.width);
             self.check_deferred(&numbers, plan.end);
@@ -1168,6 +1166,26 @@ impl<P: Part> Worker<'_, P> {
             stats: numberer.stats,
             handled: numberer.handled.unwrap_or_default(),
         }
+    }
+
+    /// Numbers the window of `logs` and `numbers` ([`Numberer::number`]), adds the time it
+    /// took to the figures, and keeps any error the numbering found for the next window's
+    /// log. `None` if the run was aborted.
+    fn number(
+        &mut self,
+        numberer: &mut Numberer,
+        clock: &mut Clock,
+        shared: &Shared<P::Event, P::Message>,
+        logs: &[RwLockReadGuard<'_, WindowLog<P::Event, P::Message>>],
+        numbers: &[RwLockReadGuard<'_, Numbers>],
+        prev: &[RwLockReadGuard<'_, Numbers>],
+    ) -> Option<()> {
+        numberer.number(shared, logs, numbers, prev)?;
+        numberer.stats.numbering_seconds += clock.lap();
+        if let Some(e) = numberer.error.take() {
+            self.early_error.get_or_insert(e);
+        }
+        Some(())
     }
 
     /// Hands the window's log over and readies the table of its numbers.
