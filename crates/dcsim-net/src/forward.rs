@@ -8,7 +8,8 @@ use crate::{Captured, HostId, NetCx, NetEvent, Network, PacketId, PacketPool, Po
 
 impl Network {
     /// Offers `pkt` to the NIC of host `src`. The transport has filled in the header,
-    /// including `route` (or `dst` for hop-by-hop forwarding).
+    /// including `route` (or `dst` for hop-by-hop forwarding); a routed packet is given
+    /// its first switch's egress port (`next`).
     #[inline]
     pub fn send<S: Schedule<NetEvent>>(
         &mut self,
@@ -23,6 +24,9 @@ impl Network {
             p.route == RouteId::NONE || self.routes.hop(p.route, 0) == nic,
             "route does not start at the sender's NIC"
         );
+        if p.route != RouteId::NONE {
+            p.next = self.routes.get(p.route, 1).unwrap_or(PortId::NONE);
+        }
         self.enqueue(nic, pkt, cx);
     }
 
@@ -112,7 +116,14 @@ impl Network {
             let dst = p.dst.index();
             self.spray_next_hop(node, dst)
         } else {
-            self.routes.hop(p.route, p.hop)
+            // The egress was looked up one hop ago (the packet's line is already here);
+            // the next switch's is looked up now, off the path to the egress port. Past
+            // the route's last switch the entry read is another route's and never used:
+            // the last port leads to a host.
+            let egress = p.next;
+            debug_assert_eq!(egress, self.routes.hop(p.route, p.hop), "stale next hop");
+            p.next = self.routes.get(p.route, p.hop + 1).unwrap_or(PortId::NONE);
+            egress
         };
         debug_assert_eq!(
             self.ports[egress.index()].node.index(),
@@ -164,10 +175,10 @@ impl Network {
     /// The second step of a look-ahead two events deep, for the next event, a `LinkArrive`
     /// of `pkt` at `port`: as [`Network::prefetch_arrival`], and every line of the port the
     /// packet will leave by: the NIC of the host it reaches (which the transport's answer,
-    /// an ACK or the next packet, leaves by), or the next hop of a source-routed packet
+    /// an ACK or the next packet, leaves by), or the next hop (`next`) of a source-routed packet
     /// (the egress port's counters, backlog and discipline are the other half of a hop's
     /// misses). It reads the port's first two lines, then the host's NIC or the packet
-    /// and its route; call it where [`Network::prefetch_arrival_early`] ran for this
+    /// (for its `next`); call it where [`Network::prefetch_arrival_early`] ran for this
     /// arrival one event earlier.
     /// A sprayed packet's next hop is chosen on arrival, and nothing is loaded for it.
     /// Returns the host the packet reaches, if it reaches one.
@@ -190,8 +201,7 @@ impl Network {
         }
         let p = pool.peek(pkt)?;
         if p.route != RouteId::NONE
-            && let Some(egress) = self.routes.get(p.route, p.hop.wrapping_add(1))
-            && let Some(next) = self.ports.get(egress.index())
+            && let Some(next) = self.ports.get(p.next.index())
         {
             dcsim_engine::prefetch::prefetch_lines(next);
         }
@@ -458,7 +468,7 @@ mod tests {
                 let pkt = pool.alloc(Packet {
                     route: routes[from as usize],
                     dst: HostId(from + 3),
-                    wire_bytes: wire,
+                    wire_bytes: crate::bytes16(wire),
                     seq: next as u64,
                     ip: IpBits::new(if ect { Ecn::Ect } else { Ecn::NotEct }),
                     ..Packet::default()

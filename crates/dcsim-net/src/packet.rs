@@ -5,15 +5,15 @@
 //! drops it or by the endpoint that consumes it. Debug builds track liveness to catch
 //! double frees and use after free.
 //!
-//! The header is generic: the network reads only `route`, `hop`, `dst`, `class`, `ip`,
-//! `wire_bytes`, `rate` and `queue_delay_ns`. The transport fields (`seq`, `ack`, `sent_at`,
-//! `echo`, `flags`, `payload_bytes`) mean whatever the transport that owns `flow` says they
-//! mean. The layout and its 64-byte budget are explained in
+//! The header is generic: the network reads only `route`, `hop`, `next`, `dst`, `class`,
+//! `ip`, `wire_bytes`, `rate` and `queue_delay_ns`. The transport fields (`seq`, `ack`,
+//! `sent_at`, `echo`, `flags`, `payload_bytes`) mean whatever the transport that owns `flow`
+//! says they mean. The layout and its 64-byte budget are explained in
 //! `docs/adr/0004-packet-header-budget.md`.
 
 use dcsim_engine::{Rate, Time, define_id};
 
-use crate::{HostId, RouteId};
+use crate::{HostId, PortId, RouteId};
 
 define_id!(
     /// A packet slot in the [`PacketPool`].
@@ -134,6 +134,18 @@ impl Default for RateStamp {
     }
 }
 
+/// A frame or payload size in the 16 bits a packet gives it. Sizes derive from an MSS of
+/// at most 9,000 B (checked when a scenario is read), far below the limit; a larger one is
+/// a bug, which debug builds catch.
+#[inline]
+pub fn bytes16(n: u32) -> u16 {
+    debug_assert!(
+        n <= u32::from(u16::MAX),
+        "{n} B does not fit a packet's size field"
+    );
+    n.min(u32::from(u16::MAX)) as u16
+}
+
 /// One packet: 64 bytes, one cache line (`docs/adr/0004-packet-header-budget.md`).
 ///
 /// The network writes `rate` and `queue_delay_ns` only on [`Class::Data`] packets, so a
@@ -160,10 +172,14 @@ pub struct Packet {
     /// Time this data packet has waited in switch queues so far, in ns (saturating), when
     /// the network measures it ([`crate::Telemetry::QUEUE_DELAY`]); host NICs do not add.
     pub queue_delay_ns: u32,
-    /// Transport payload carried, in bytes.
-    pub payload_bytes: u32,
+    /// Set by the network on a source-routed packet: the port it leaves its next switch by,
+    /// looked up one hop ahead, so that a switch's choice of egress does not wait for a
+    /// load from the route table (ADR 0004, "Update (next hop)"). Transports leave it.
+    pub next: PortId,
+    /// Transport payload carried, in bytes (at most an MSS of 9,000 B).
+    pub payload_bytes: u16,
     /// Size on the wire including framing (see [`crate::wire`]); what links serialize.
-    pub wire_bytes: u32,
+    pub wire_bytes: u16,
     /// Index into the route of the port this packet is at or was last sent from.
     pub hop: u8,
     /// Traffic class.

@@ -42,6 +42,11 @@ define_id!(
     PortId
 );
 
+impl PortId {
+    /// No port (a packet's [`crate::Packet::next`] before the network sets it).
+    pub const NONE: Self = Self(u32::MAX);
+}
+
 /// Counters of one port. Plain integers updated inline; aggregation happens at the end.
 /// Fields are in the order the packet path touches them (the drops last).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -304,7 +309,7 @@ impl Port {
             last_change: Time::ZERO,
             node,
             peer_node,
-            reverse: PortId(u32::MAX),
+            reverse: PortId::NONE,
             to_host,
             from_host: None,
             delay_stamp: DelayStamp::Off,
@@ -529,7 +534,7 @@ impl Port {
         match verdict {
             Verdict::Accept => {
                 let p = pool.get_mut(pkt);
-                let (wire, pclass) = (p.wire_bytes, p.class);
+                let (wire, pclass) = (u32::from(p.wire_bytes), p.class);
                 self.stats.enqueued_pkts += 1;
                 if self.fifo && now >= self.busy_until {
                     return self.transmit_fifo(pkt, wire, pclass, now, pool);
@@ -785,7 +790,7 @@ impl Port {
             };
         };
         let p = pool.get_mut(pkt);
-        let size = p.wire_bytes;
+        let size = u32::from(p.wire_bytes);
         let class = p.class;
         if self.delay_stamp == DelayStamp::Evented && class == Class::Data {
             p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);

@@ -140,6 +140,7 @@ mod tests {
             flow: FlowId(flow),
             route: RouteId::NONE,
             dst: HostId::new(0),
+            next: PortId::NONE,
             payload_bytes: 1460,
             wire_bytes: 1538,
             hop: 0,

@@ -68,7 +68,7 @@ impl QdiscDriver {
         self.offer_packet(
             q,
             Packet {
-                wire_bytes: wire,
+                wire_bytes: crate::bytes16(wire),
                 class,
                 ip: IpBits::new(ecn),
                 ..Packet::default()

@@ -387,7 +387,7 @@ fn frame(pkt: &Packet, flows: &Flows, net: &Network, buf: &mut [u8; 64]) -> (usi
         // The IP packet of a frame of `wire_bytes` (a minimum frame holds 46 bytes).
         TraceHeader::Udp => (
             IpNumber::UDP,
-            pkt.wire_bytes.max(wire::MIN_WIRE_BYTES) - wire::FRAMING_BYTES - 20,
+            u32::from(pkt.wire_bytes).max(wire::MIN_WIRE_BYTES) - wire::FRAMING_BYTES - 20,
         ),
     };
     let l4_len = l4_len.min(u32::from(u16::MAX) - 20) as u16;
@@ -444,7 +444,7 @@ fn frame(pkt: &Packet, flows: &Flows, net: &Network, buf: &mut [u8; 64]) -> (usi
             g[2..6].copy_from_slice(&pkt.flow.0.to_be_bytes());
             g[6..10].copy_from_slice(&(pkt.seq as u32).to_be_bytes());
             g[10..14].copy_from_slice(&(pkt.ack as u32).to_be_bytes());
-            g[14..18].copy_from_slice(&pkt.payload_bytes.to_be_bytes());
+            g[14..18].copy_from_slice(&u32::from(pkt.payload_bytes).to_be_bytes());
             io::Write::write_all(&mut w, &g).expect(fits);
         }
     }

@@ -339,7 +339,7 @@ mod tests {
                 prop_assert!(q.credits.len() <= 8);
                 while let Some(p) = d.take(&mut q) {
                     let pk = *d.pool.get(p);
-                    if pk.class == Class::Credit { sent.push((d.now.0, pk.wire_bytes)); }
+                    if pk.class == Class::Credit { sent.push((d.now.0, u32::from(pk.wire_bytes))); }
                     d.pool.free(p);
                 }
             }

@@ -58,7 +58,7 @@ impl Discipline for EcnThreshold {
 impl QueueDisc for EcnThreshold {
     #[inline]
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
-        let size = cx.pool.get(pkt).wire_bytes;
+        let size = u32::from(cx.pool.get(pkt).wire_bytes);
         if !self.fifo.fits(self.limit, size) {
             return Verdict::Drop(DropReason::Overflow);
         }

@@ -613,7 +613,7 @@ pub(crate) fn holds_a_frame(a: &Amount, name: &str) -> Result<(), String> {
 #[inline]
 pub(crate) fn class_of(pool: &PacketPool, pkt: PacketId) -> (Class, u32) {
     let p = pool.get(pkt);
-    (p.class, p.wire_bytes)
+    (p.class, u32::from(p.wire_bytes))
 }
 
 #[cfg(test)]

@@ -132,7 +132,7 @@ impl QueueDisc for PhantomQueue {
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         let v = self.inner.enqueue(pkt, cx);
         if self.fifo && v == Verdict::Accept {
-            let size = cx.pool.get(pkt).wire_bytes;
+            let size = u32::from(cx.pool.get(pkt).wire_bytes);
             let start = self.tx_free.max(cx.now);
             self.tx_free = start + self.line.tx_time(u64::from(size));
             self.depart(start, size, pkt, cx);
@@ -142,7 +142,7 @@ impl QueueDisc for PhantomQueue {
     fn dequeue(&mut self, cx: &mut QdiscCx<'_>) -> Option<PacketId> {
         let pkt = self.inner.dequeue(cx)?;
         if !self.fifo {
-            let size = cx.pool.get(pkt).wire_bytes;
+            let size = u32::from(cx.pool.get(pkt).wire_bytes);
             self.depart(cx.now, size, pkt, cx);
         }
         Some(pkt)

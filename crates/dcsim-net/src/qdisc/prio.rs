@@ -105,7 +105,7 @@ mod tests {
             Verdict::Drop(_)
         ));
         let ids: Vec<PacketId> = std::iter::from_fn(|| d.take(&mut q)).collect();
-        let sizes: Vec<u32> = ids.iter().map(|&p| d.pool.get(p).wire_bytes).collect();
+        let sizes: Vec<u16> = ids.iter().map(|&p| d.pool.get(p).wire_bytes).collect();
         assert_eq!(sizes, [84, 84, 1538]);
     }
 }

@@ -215,7 +215,7 @@ impl Discipline for Red {
 impl QueueDisc for Red {
     fn enqueue(&mut self, pkt: PacketId, cx: &mut QdiscCx<'_>) -> Verdict {
         self.update_avg(cx);
-        let size = cx.pool.get(pkt).wire_bytes;
+        let size = u32::from(cx.pool.get(pkt).wire_bytes);
         let verdict = if !self.fifo.fits(self.spec.buffer, size) {
             Verdict::Drop(DropReason::Overflow)
         } else if self.congested() && !(self.spec.ecn && cx.mark_ce(pkt)) {

@@ -99,8 +99,9 @@ pub(crate) fn control_segment(
         flow,
         route,
         dst,
+        next: dcsim_net::PortId::NONE,
         payload_bytes: 0,
-        wire_bytes: wire_bytes(TCP_IP_HEADER_BYTES),
+        wire_bytes: dcsim_net::bytes16(wire_bytes(TCP_IP_HEADER_BYTES)),
         hop: 0,
         class: Class::Control,
         ip: IpBits::NOT_ECT,
@@ -367,7 +368,7 @@ impl Transport for Tcp {
         } else if f & FLAG_DATA != 0 {
             view.seq = (p.seq as u32).wrapping_add(isn);
             view.ack = isn;
-            view.payload_bytes = p.payload_bytes;
+            view.payload_bytes = p.payload_bytes.into();
         } else {
             view.ack = (p.ack as u32).wrapping_add(isn);
             if f & FLAG_ECE != 0 {

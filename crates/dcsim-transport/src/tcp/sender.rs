@@ -311,8 +311,9 @@ impl TcpSender {
             flow: self.flow,
             route: self.route,
             dst: self.dst,
-            payload_bytes: len,
-            wire_bytes: wire_bytes(len + TCP_IP_HEADER_BYTES),
+            next: dcsim_net::PortId::NONE,
+            payload_bytes: dcsim_net::bytes16(len),
+            wire_bytes: dcsim_net::bytes16(wire_bytes(len + TCP_IP_HEADER_BYTES)),
             hop: 0,
             class: Class::Data,
             ip: if self.ecn {
