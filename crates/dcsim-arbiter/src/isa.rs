@@ -10,8 +10,8 @@
 //! A branch-free portable form (rank by binary search over popcounts) took 165 ms.
 //!
 //! Both variants compute exactly the same function, so the schedule, and everything downstream
-//! of it, does not depend on which one a machine runs (a test compares them, and CI runs it
-//! under Miri). Which one runs is decided once per backlog:
+//! of it, does not depend on which one a machine runs (a test compares them, and
+//! `.ci/extended miri` runs it under Miri). Which one runs is decided once per backlog:
 //! * [`Isa::Bmi2`] when the CPU reports BMI1, BMI2 and POPCNT and its `pdep` is fast: AMD
 //!   (and Hygon) processors before family 19h (Zen 3) implement it in microcode at tens of
 //!   cycles per bit, slower than the loop, so they get the portable code;

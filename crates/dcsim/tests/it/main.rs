@@ -7,6 +7,7 @@ mod determinism;
 mod doc_keys;
 mod events;
 mod fastpass;
+mod golden;
 mod oracle;
 mod scenario;
 mod split;
