@@ -151,7 +151,7 @@ fn init(parts: usize) -> Vec<(usize, Time, (u32, u64))> {
 
 fn main() {
     // `--lookahead NS` hands the engine a shorter look-ahead than the model's 4 µs: windows
-    // of half of it, so more of them with fewer events each (the model's sends stay 4 µs or
+    // as wide as it, so more of them with fewer events each (the model's sends stay 4 µs or
     // more ahead, so the run stays valid).
     let mut args = std::env::args().skip(1);
     let mut lookahead = LOOKAHEAD;

@@ -20,6 +20,7 @@
 #![deny(unsafe_code)] // allowed in `prefetch` only (ADR 0007)
 
 mod id;
+mod order;
 pub mod parallel;
 pub mod prefetch;
 mod rng;

@@ -1,6 +1,6 @@
 //! Asking the processor to start loading a cache line that will be needed soon.
 //!
-//! On a large fabric the event loop is bound by cache misses (issue 23). A plain load
+//! On a large fabric the event loop is bound by cache misses. A plain load
 //! started early overlaps its miss with other work, but the processor cannot retire past
 //! it until the data arrives; a prefetch instruction retires at once. This is the one
 //! `unsafe` block outside the arbiter (ADR 0007): a prefetch cannot fault, whatever the

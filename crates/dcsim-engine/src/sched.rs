@@ -26,6 +26,7 @@
 //! about as many entries as there are busy elements, not packets in flight.
 
 use crate::Time;
+use crate::order::Slot;
 
 /// Lets a layer schedule its own event type on a scheduler whose event type is the
 /// facade's sum type, without naming that type.
@@ -35,11 +36,11 @@ pub trait Schedule<E> {
     /// Schedules `ev` at `at`, which must not be in the past.
     fn at(&mut self, at: Time, ev: E);
     /// Reserves the next place in the order of creation for an event that another part of
-    /// a split run may create later in this handler's name ([`crate::parallel::Slot`]).
+    /// a split run may create later in this handler's name ([`Slot`]).
     /// A one-thread scheduler has nothing to reserve: an event it does not create leaves
     /// no gap in its order.
     #[inline]
-    fn reserve(&mut self) -> Option<crate::parallel::Slot> {
+    fn reserve(&mut self) -> Option<Slot> {
         None
     }
 }
