@@ -6,7 +6,7 @@ Two phases, each given half of --minutes (the hour form: --minutes 60; CI: --min
 1. one long run: `scenarios/websearch-star.toml` (Poisson web-search flows at load 0.5,
    DCTCP) with enough flows to last its half, sampling every switch port each
    millisecond (the time series goes to disk as it is taken). Resident memory is read
-   from /proc every 0.2 s. What grows is stated in the README: the flow table keeps a
+   from /proc every 0.2 s. What grows is stated in docs/reliability.md: the flow table keeps a
    record per flow, and the results are built at the end. The checks: between a quarter
    and three quarters of the run memory grows by at most RUN_PER_FLOW per flow (so
    nothing else accumulates), and the peak is at most BASE + PER_FLOW x flows.
@@ -29,7 +29,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIO = os.path.join(ROOT, "scenarios", "websearch-star.toml")
-# The stated bounds (README, "Reliability"): while a run goes on, its memory grows by at
+# The stated bounds (docs/reliability.md): while a run goes on, its memory grows by at
 # most RUN_PER_FLOW per flow (the flow table's record of each flow); with the results
 # built at the end, it is at most BASE plus PER_FLOW per flow; runs in one process stay
 # within BAND of each other.

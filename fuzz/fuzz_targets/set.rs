@@ -8,32 +8,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 
-macro_rules! scenarios {
-    ($($dir:literal / $file:literal),* $(,)?) => {
-        [$((
-            concat!($dir, "/", $file),
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../", $dir, "/", $file)),
-        )),*]
-    };
-}
-
-/// `(path, text)` of every scenario in `scenarios/` and `validation/`.
-const SCENARIOS: [(&str, &str); 14] = scenarios![
-    "scenarios" / "dctcp-dumbbell.toml",
-    "scenarios" / "dctcp-fattree-permutation.toml",
-    "scenarios" / "dx-dumbbell.toml",
-    "scenarios" / "fastpass-leafspine.toml",
-    "scenarios" / "hull-dumbbell.toml",
-    "scenarios" / "pulser-incast.toml",
-    "scenarios" / "rcp-dumbbell.toml",
-    "scenarios" / "sdn-ecn-star.toml",
-    "scenarios" / "tcp-incast.toml",
-    "scenarios" / "websearch-star.toml",
-    "scenarios" / "xpass-dumbbell.toml",
-    "scenarios" / "xpass-incast.toml",
-    "validation" / "shuffle-medium-dctcp.toml",
-    "validation" / "shuffle-medium-xpass.toml",
-];
+include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else {

@@ -9,6 +9,10 @@
 use std::fmt::Write as _;
 
 use arbitrary::Arbitrary;
+use dcsim::engine::spec::Kind;
+use dcsim::net::qdisc::QdiscSpec;
+use dcsim::transport::TransportSpec;
+use dcsim::transport::cc::CcSpec;
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -253,23 +257,59 @@ fn queue(q: &Queue) -> String {
     }
 }
 
-const CCS: [&str; 7] = ["reno", "dctcp", "dx", "rcp", "hull", "pulser", "cubic"];
+/// The congestion controllers, from their registry: a new one is fuzzed at once.
+fn ccs() -> &'static [Kind] {
+    CcSpec::KINDS
+}
 
-/// The `[queue]` a transport needs on switch ports.
+/// The names of the transports `Transport` writes, in the order of its variants; checked
+/// against the registry, so that a new transport is not silently left unfuzzed.
+const TRANSPORTS: [&str; 4] = ["tcp", "expresspass", "ideal", "fastpass"];
+
+/// The fuzzed queues that can provide a port feature, tried in this order.
+fn feature_queues(a: Bytes) -> [Queue; 5] {
+    [
+        Queue::CreditShaper(Bytes { ..a }),
+        Queue::Rcp(Bytes { ..a }),
+        Queue::Phantom(Bytes { ..a }),
+        Queue::Ein(Bytes { ..a }),
+        Queue::Prio(a),
+    ]
+}
+
+/// The `[queue]` a transport needs on switch ports: the first fuzzed queue whose
+/// discipline provides the port features the transport's needs name (from the registries,
+/// so a new controller or transport is matched without a line here, or stops the fuzzer
+/// with a message naming it), else ECN marking for controllers that use ECN, else
+/// drop-tail.
 fn needed_queue(t: &Transport) -> Queue {
-    let a = Bytes { sel: 2, raw: 0 }; // 250pkts
-    match t {
-        Transport::Tcp { cc, .. } => match CCS[usize::from(*cc) % CCS.len()] {
-            "dctcp" => Queue::Ecn(a, 65),
-            "rcp" => Queue::Rcp(a),
-            "hull" => Queue::Phantom(a),
-            "pulser" => Queue::Ein(a),
-            _ => Queue::Droptail(a),
-        },
-        Transport::Expresspass { .. } => Queue::CreditShaper(a),
-        Transport::Fastpass => Queue::Prio(a),
-        Transport::Ideal => Queue::Droptail(a),
-    }
+    let a = || Bytes { sel: 2, raw: 0 }; // 250pkts
+    let spec = transport_spec(t);
+    let (features, uses_ecn) = match &spec {
+        TransportSpec::Tcp(c) => (c.cc.needs().switch_ports, c.cc.uses_ecn()),
+        other => (other.needs().switch_ports, false),
+    };
+    let Some((want, _)) = features else {
+        return if uses_ecn { Queue::Ecn(a(), 65) } else { Queue::Droptail(a()) };
+    };
+    feature_queues(a())
+        .into_iter()
+        .find(|q| {
+            let text = format!("[queue]\n{}\n", queue(q));
+            let parsed: toml::Table = toml::from_str(&text).expect("the fuzz target's own TOML");
+            let spec: QdiscSpec = parsed["queue"].clone().try_into().expect("a discipline");
+            spec.features().contains(want)
+        })
+        .unwrap_or_else(|| {
+            panic!("no fuzzed queue provides {want:?} for {}: add one to `Queue`", spec.name())
+        })
+}
+
+/// The transport `t` writes, as the registry parses it.
+fn transport_spec(t: &Transport) -> TransportSpec {
+    let parsed: toml::Table = toml::from_str(&format!("[transport]\n{}", transport(t)))
+        .expect("the fuzz target's own TOML");
+    parsed["transport"].clone().try_into().expect("a registered transport")
 }
 
 fn transport(t: &Transport) -> String {
@@ -283,7 +323,7 @@ fn transport(t: &Transport) -> String {
         } => {
             let mut s = format!(
                 "kind = \"tcp\"\ncc = \"{}\"\nprofile = \"{}\"\ndelayed_ack = {delayed_ack}\n",
-                CCS[usize::from(*cc) % CCS.len()],
+                ccs()[usize::from(*cc) % ccs().len()].name,
                 ["ideal", "ns2", "linux"][usize::from(*profile) % 3],
             );
             if let Some(e) = ecn {
@@ -487,7 +527,20 @@ fn render(inp: &Input) -> String {
     s
 }
 
+/// Stops the fuzzer, once, if a registered transport has no `Transport` variant here.
+fn check_coverage() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let registered: Vec<&str> = TransportSpec::KINDS.iter().map(|k| k.name).collect();
+        assert_eq!(
+            registered, TRANSPORTS,
+            "the registered transports changed: add the new one to `Transport` here"
+        );
+    });
+}
+
 fuzz_target!(|input: Input| {
+    check_coverage();
     let text = render(&input);
     let Ok(spec) = dcsim::ScenarioSpec::parse(&text, "structured.toml", &[]) else {
         return;

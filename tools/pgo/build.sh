@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds dcsim with profile-guided optimization (README, "Performance"; docs/adr/0008).
+# Builds dcsim with profile-guided optimization (docs/performance.md; docs/adr/0008).
 #
 #   tools/pgo/build.sh            prints the path of the optimized binary
 #

@@ -31,8 +31,8 @@ pub enum Fairness {
 }
 
 impl Fairness {
-    /// `(quantum, rounds)` as the backlog pass takes them.
-    pub(crate) fn params(self) -> (u32, u32) {
+    /// `(quantum, rounds)` as the backlog pass takes them. Public for dcsim-arbiter-bench.
+    pub fn params(self) -> (u32, u32) {
         match self {
             Self::Batch => (u32::MAX, 0),
             Self::RoundRobin {
@@ -73,8 +73,9 @@ impl AllocatorConfig {
         }
     }
 
-    /// The instruction-set variant of the pass this configuration runs on this CPU.
-    pub(crate) fn isa(&self) -> Isa {
+    /// The instruction-set variant of the pass this configuration runs on this CPU. Public for
+    /// dcsim-arbiter-bench.
+    pub fn isa(&self) -> Isa {
         if self.portable_pass {
             Isa::Portable
         } else {
@@ -82,8 +83,9 @@ impl AllocatorConfig {
         }
     }
 
-    /// Checks the configuration; returns the number of bitmap words per batch.
-    pub(crate) fn validate(&self) -> Result<usize, ConfigError> {
+    /// Checks the configuration; returns the number of bitmap words per batch. Public for
+    /// dcsim-arbiter-bench.
+    pub fn validate(&self) -> Result<usize, ConfigError> {
         if self.nodes < 2 || self.nodes > MAX_NODES {
             return Err(ConfigError::Nodes {
                 nodes: self.nodes,
@@ -118,7 +120,8 @@ impl AllocatorConfig {
     }
 
     /// Per-node unit links for bitmaps of `lo..lo + n`, or `None` if every node has one link.
-    pub(crate) fn caps(&self, lo: u32, n: u32) -> Option<&[u16]> {
+    /// Public for dcsim-arbiter-bench.
+    pub fn caps(&self, lo: u32, n: u32) -> Option<&[u16]> {
         if self.links.iter().all(|&c| c == 1) {
             None
         } else {
@@ -296,14 +299,10 @@ impl Allocator {
         self.backlog.submit(src as u16, dst as u16, demand.slots)
     }
 
-    /// [`submit`](Self::submit) for demands already validated (by a [`Trace`](crate::Trace)).
+    /// [`submit`](Self::submit) for demands already validated (by a `Trace` of
+    /// dcsim-arbiter-bench). Public for dcsim-arbiter-bench.
     #[inline]
-    pub(crate) fn submit_trusted(
-        &mut self,
-        src: u16,
-        dst: u16,
-        slots: u32,
-    ) -> Result<(), DemandError> {
+    pub fn submit_trusted(&mut self, src: u16, dst: u16, slots: u32) -> Result<(), DemandError> {
         self.backlog.submit(src, dst, slots)
     }
 
@@ -351,8 +350,9 @@ impl Allocator {
     }
 }
 
-/// Runs [`Backlog::allocate`] with the bitmap width and link model known at compile time.
-pub(crate) fn allocate_dyn(
+/// Runs `Backlog::allocate` with the bitmap width and link model known at compile time.
+/// Public for dcsim-arbiter-bench.
+pub fn allocate_dyn(
     backlog: &mut Backlog,
     batch: u64,
     tx: &mut SlotBitmaps,

@@ -24,14 +24,16 @@ use crate::types::Grant;
 /// Number of LRA priority bins (the "coarse sorting" of the thesis: 32 bins).
 pub(crate) const BINS: usize = 32;
 
-/// One backlogged pair.
+/// One backlogged pair. Public for dcsim-arbiter-bench.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub(crate) src: u16,
-    pub(crate) dst: u16,
+pub struct Entry {
+    /// Source node.
+    pub src: u16,
+    /// Destination node.
+    pub dst: u16,
     /// Slots still wanted (not counting pending demand in the pair state). Always > 0 for an entry that
     /// sits in a bin, except transiently inside a tentative pass (parallel architecture).
-    pub(crate) remaining: u32,
+    pub remaining: u32,
 }
 
 impl Entry {
@@ -43,9 +45,9 @@ impl Entry {
     };
 }
 
-/// What a pass decided for one visited entry.
+/// What a pass decided for one visited entry. Public for dcsim-arbiter-bench.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Fate {
+pub enum Fate {
     /// Got no slots; stays where it is.
     Kept,
     /// Got slots and still wants more: moves to the current batch's bin.
@@ -83,9 +85,10 @@ pub enum DemandError {
     },
 }
 
-/// Backlog of the pairs `src_lo..src_lo + src_n` x `dst_lo..dst_lo + dst_n`.
+/// Backlog of the pairs `src_lo..src_lo + src_n` x `dst_lo..dst_lo + dst_n`. Public for
+/// dcsim-arbiter-bench.
 #[derive(Debug)]
-pub(crate) struct Backlog {
+pub struct Backlog {
     src_lo: u32,
     src_n: u32,
     dst_lo: u32,
@@ -117,7 +120,7 @@ pub(crate) struct Backlog {
 
 impl Backlog {
     /// Empty backlog for a block of pairs.
-    pub(crate) fn new(src_lo: u32, src_n: u32, dst_lo: u32, dst_n: u32, isa: Isa) -> Self {
+    pub fn new(src_lo: u32, src_n: u32, dst_lo: u32, dst_n: u32, isa: Isa) -> Self {
         let pairs = src_n as usize * dst_n as usize;
         Self {
             src_lo,
@@ -157,7 +160,7 @@ impl Backlog {
 
     /// Adds `slots` of demand for `src -> dst` (both inside the block, `src != dst`).
     #[inline]
-    pub(crate) fn submit(&mut self, src: u16, dst: u16, slots: u32) -> Result<(), DemandError> {
+    pub fn submit(&mut self, src: u16, dst: u16, slots: u32) -> Result<(), DemandError> {
         debug_assert!(self.contains(u32::from(src), u32::from(dst)));
         if slots == 0 {
             return Ok(());
@@ -189,7 +192,7 @@ impl Backlog {
 
     /// Prepares allocation of `batch`: ages the ring so that it holds batches
     /// `batch - BINS + 1 ..= batch - 1` and the bin of `batch` is empty.
-    pub(crate) fn begin(&mut self, batch: u64) {
+    pub fn begin(&mut self, batch: u64) {
         assert!(
             batch >= self.next_batch,
             "batches must be allocated in increasing order"
@@ -379,7 +382,7 @@ impl Backlog {
 
     /// Visits every entry in pass order (old bin, then ring from oldest to newest) without
     /// changing anything. Call after [`begin`](Self::begin).
-    pub(crate) fn for_each_in_order(&self, batch: u64, mut f: impl FnMut(&Entry)) {
+    pub fn for_each_in_order(&self, batch: u64, mut f: impl FnMut(&Entry)) {
         self.old.iter().for_each(&mut f);
         for age in (1..BINS as u64).rev() {
             let Some(b) = batch.checked_sub(age) else {
@@ -394,7 +397,7 @@ impl Backlog {
     /// Applies outcomes decided elsewhere (the random-shuffle architecture's alloc stage):
     /// visits entries in exactly the order of [`for_each_in_order`](Self::for_each_in_order);
     /// `taken(e)` returns how many slots entry `e` was granted. Returns the total.
-    pub(crate) fn apply(&mut self, batch: u64, mut taken: impl FnMut(&Entry) -> u32) -> u64 {
+    pub fn apply(&mut self, batch: u64, mut taken: impl FnMut(&Entry) -> u32) -> u64 {
         let mut fresh = std::mem::take(&mut self.ring[(batch % BINS as u64) as usize]);
         let mut granted = 0u64;
         let mut retired = 0u64;
@@ -441,12 +444,12 @@ impl Backlog {
         granted
     }
 
-    /// Tentative pass of the parallel architecture: like [`allocate`](Self::allocate) with
+    /// Tentative pass of the parallel architecture: like `allocate` with
     /// one unlimited pass, but nothing retires; every entry that gets slots moves to the bin of
     /// `batch` (the bin is rebuilt: entries granted in this pass first, then the bin's earlier
     /// members), and each grant is reported with the index of its entry in that bin so that
     /// [`Self::refund`] can undo cancelled slots. Call [`Self::settle`] after the last round.
-    pub(crate) fn tentative<const W: usize, const UNIT: bool>(
+    pub fn tentative<const W: usize, const UNIT: bool>(
         &mut self,
         batch: u64,
         tx: &mut SlotBitmaps,
@@ -488,14 +491,14 @@ impl Backlog {
 
     /// Gives `slots` back to the entry at `idx` of the bin of `batch` (a cancelled tentative
     /// grant).
-    pub(crate) fn refund(&mut self, batch: u64, idx: u32, slots: u32) {
+    pub fn refund(&mut self, batch: u64, idx: u32, slots: u32) {
         self.ring[(batch % BINS as u64) as usize][idx as usize].remaining += slots;
         self.outstanding += u64::from(slots);
     }
 
     /// Ends a batch allocated with [`Self::tentative`]: entries of the batch's bin that have
     /// nothing left absorb their pending demand or retire.
-    pub(crate) fn settle(&mut self, batch: u64) {
+    pub fn settle(&mut self, batch: u64) {
         let bin = &mut self.ring[(batch % BINS as u64) as usize];
         let (src_lo, dst_lo, dst_n) = (self.src_lo, self.dst_lo, self.dst_n);
         let pairs = &mut self.pairs;
@@ -532,8 +535,10 @@ impl Backlog {
     }
 }
 
-/// A grant sink: the serial pass collects plain grants, the tentative pass tags them.
-pub(crate) trait GrantSink {
+/// A grant sink: the serial pass collects plain grants, the tentative pass tags them. Public
+/// for dcsim-arbiter-bench.
+pub trait GrantSink {
+    /// Takes one grant.
     fn put(&mut self, grant: Grant);
 }
 
@@ -842,13 +847,15 @@ fn serve_entry<const W: usize, T: Take>(
     got
 }
 
-/// Like [`sweep`], for allocation passes. A branch-free scan of up to 64 entries first marks
+/// Like `sweep`, for allocation passes. A branch-free scan of up to 64 entries first marks
 /// those with any common free slot; only those are visited, in order, and the others are kept
 /// in place. Skipping is exact: an entry without a common free slot cannot gain one later in
 /// the pass, since bitmaps only fill up. At high load most backlogged pairs are blocked, and a
 /// mispredicted branch per blocked pair would dominate the pass.
+///
+/// Public for dcsim-arbiter-bench.
 #[inline(always)]
-pub(crate) fn sweep_filtered<const W: usize, const UNIT: bool>(
+pub fn sweep_filtered<const W: usize, const UNIT: bool>(
     list: &mut Vec<Entry>,
     moved: &mut Vec<Entry>,
     tx: &mut SlotBitmaps,
@@ -905,9 +912,9 @@ pub(crate) fn sweep_filtered<const W: usize, const UNIT: bool>(
 
 /// Gives entry `e` up to `limit` common free slots (lowest first), emitting grants. When
 /// `remaining` reaches 0, `on_empty` may refill it from pending demand (`Some`) or retire it
-/// (`None`). Returns the slots granted and the entry's fate.
+/// (`None`). Returns the slots granted and the entry's fate. Public for dcsim-arbiter-bench.
 #[inline(always)]
-pub(crate) fn serve<const W: usize, const UNIT: bool>(
+pub fn serve<const W: usize, const UNIT: bool>(
     e: &mut Entry,
     limit: u32,
     tx: &mut SlotBitmaps,

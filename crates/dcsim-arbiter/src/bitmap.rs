@@ -12,8 +12,9 @@
 //! Memory: `c x words` u64 per node. Time: `free` O(1); `take` O(c).
 
 /// Free-slot bitmaps of one direction (transmit or receive) for a contiguous range of nodes.
+/// Public for dcsim-arbiter-bench.
 #[derive(Clone, Debug)]
-pub(crate) struct SlotBitmaps {
+pub struct SlotBitmaps {
     /// First node of the range; node `n` is stored at local index `n - lo`.
     lo: u32,
     /// Number of nodes in the range.
@@ -33,7 +34,7 @@ impl SlotBitmaps {
     /// one unit link (single-level fast representation); `Some(caps)` (one entry per node of
     /// the range) always uses the level representation, so that the bitmaps of different
     /// ranges built from one configuration share a representation.
-    pub(crate) fn new(lo: u32, nodes: u32, words: usize, caps: Option<&[u16]>) -> Self {
+    pub fn new(lo: u32, nodes: u32, words: usize, caps: Option<&[u16]>) -> Self {
         let (base, cap, total_levels) = match caps {
             Some(caps) => {
                 debug_assert_eq!(caps.len(), nodes as usize);
@@ -60,7 +61,7 @@ impl SlotBitmaps {
 
     /// Re-initialises for nodes `lo..lo + nodes` (same rules as [`new`](Self::new)), reusing
     /// the allocation; all slots free.
-    pub(crate) fn reinit(&mut self, lo: u32, nodes: u32, caps: Option<&[u16]>) {
+    pub fn reinit(&mut self, lo: u32, nodes: u32, caps: Option<&[u16]>) {
         if self.lo == lo && self.nodes == nodes && self.is_unit() == caps.is_none() {
             self.reset();
             return;
@@ -75,18 +76,18 @@ impl SlotBitmaps {
 
     /// Whether every node in the range has exactly one unit link.
     #[inline]
-    pub(crate) fn is_unit(&self) -> bool {
+    pub fn is_unit(&self) -> bool {
         self.cap.is_empty()
     }
 
     /// First node of the range.
     #[inline]
-    pub(crate) fn lo(&self) -> u32 {
+    pub fn lo(&self) -> u32 {
         self.lo
     }
 
     /// Marks every slot of every node free (start of a new batch).
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.levels.fill(!0);
     }
 
@@ -99,7 +100,7 @@ impl SlotBitmaps {
 
     /// Slots of word `w` in which local node `i` has at least one free unit.
     #[inline(always)]
-    pub(crate) fn free<const W: usize, const UNIT: bool>(&self, i: usize, w: usize) -> u64 {
+    pub fn free<const W: usize, const UNIT: bool>(&self, i: usize, w: usize) -> u64 {
         if UNIT {
             self.levels[i * W + w]
         } else {
@@ -110,7 +111,7 @@ impl SlotBitmaps {
     /// Uses one unit of local node `i` in every slot of `mask` (word `w`). Every slot of `mask`
     /// must be free (a subset of [`free`](Self::free)).
     #[inline(always)]
-    pub(crate) fn take<const W: usize, const UNIT: bool>(&mut self, i: usize, w: usize, mask: u64) {
+    pub fn take<const W: usize, const UNIT: bool>(&mut self, i: usize, w: usize, mask: u64) {
         if UNIT {
             debug_assert_eq!(self.levels[i * W + w] & mask, mask);
             self.levels[i * W + w] &= !mask;
@@ -128,14 +129,14 @@ impl SlotBitmaps {
     }
 
     /// Returns slots of word `w` of local node `i` (unit links only; runtime width).
-    pub(crate) fn give_back_dyn(&mut self, i: usize, w: usize, mask: u64) {
+    pub fn give_back_dyn(&mut self, i: usize, w: usize, mask: u64) {
         debug_assert!(self.is_unit());
         self.levels[i * self.words + w] |= mask;
     }
 
     /// Marks slots of word `w` of local node `i` used (unit links only; runtime width). Slots
     /// already used stay used.
-    pub(crate) fn take_dyn(&mut self, i: usize, w: usize, mask: u64) {
+    pub fn take_dyn(&mut self, i: usize, w: usize, mask: u64) {
         debug_assert!(self.is_unit());
         self.levels[i * self.words + w] &= !mask;
     }
@@ -149,7 +150,7 @@ impl SlotBitmaps {
 
     /// Words per batch.
     #[inline]
-    pub(crate) fn words(&self) -> usize {
+    pub fn words(&self) -> usize {
         self.words
     }
 }

@@ -29,9 +29,9 @@ pub(crate) trait Take: Copy {
     fn take(self, m: u64, k: u32) -> (u64, u32);
 }
 
-/// Which variant of the pass a backlog runs.
+/// Which variant of the pass a backlog runs. Public for dcsim-arbiter-bench.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Isa {
+pub enum Isa {
     /// Baseline instructions only.
     Portable,
     /// BMI2 `pdep` (x86-64).
@@ -50,7 +50,7 @@ impl Isa {
     }
 
     /// Short name for reports.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Portable => "portable",
             #[cfg(target_arch = "x86_64")]
@@ -81,8 +81,10 @@ impl Take for Portable {
 ///
 /// A loop of `min(k, popcount(m))` steps rather than a popcount: the default x86-64 target has
 /// no `popcnt` instruction, and demands are small (mean 10), so the loop is the cheaper way.
+///
+/// Public for dcsim-arbiter-bench.
 #[inline(always)]
-pub(crate) fn lowest_bits(m: u64, k: u32) -> (u64, u32) {
+pub fn lowest_bits(m: u64, k: u32) -> (u64, u32) {
     // Fast path: the k slots from the lowest free one are all free (the usual case while the
     // batch is still empty). `k < 64` keeps the shift in range.
     if k < 64 && m != 0 {
@@ -101,10 +103,12 @@ pub(crate) fn lowest_bits(m: u64, k: u32) -> (u64, u32) {
     (m ^ rest, n)
 }
 
-/// Proof that this CPU has fast BMI1, BMI2 and POPCNT: made only by [`Bmi2::detect`].
+/// Proof that this CPU has fast BMI1, BMI2 and POPCNT: made only by `Bmi2::detect`.
+/// Public (as a part of [`Isa`]) for dcsim-arbiter-bench; only `Bmi2::detect` makes one and
+/// only this crate runs code with it.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Bmi2 {
+pub struct Bmi2 {
     _proof: (),
 }
 

@@ -1,5 +1,6 @@
-//! A Fastpass-style central arbiter: timeslot allocation, path assignment, multi-core
-//! allocator engines and their stress benchmark.
+//! A Fastpass-style central arbiter: timeslot allocation, path assignment and an independent
+//! schedule checker. The multi-core allocator engines and their stress benchmark are in the
+//! `dcsim-arbiter-bench` crate.
 //!
 //! In Fastpass (Perry et al., SIGCOMM 2014) every host asks a central arbiter *when* and
 //! *where* to send each MTU-sized packet. The arbiter allocates timeslots (one MTU at 10 Gbps,
@@ -43,16 +44,17 @@
 //! assert_eq!(arbiter.outstanding_slots(), 0);
 //! ```
 //!
-//! The multi-core [`engine`]s replay a recorded demand [`Trace`] as fast as they can; they
-//! exist to measure how allocation scales over cores ([`bench`](mod@bench)). [`check`] and
-//! [`verify_paths`] are independent verifiers used by the tests.
+//! The multi-core engines of `dcsim-arbiter-bench` replay a recorded demand trace as fast as
+//! they can; they exist to measure how allocation scales over cores, and are built from the
+//! pieces in [`internals`]. [`check`] and [`verify_paths`] are independent verifiers used by
+//! the tests.
 //!
 //! # Guarantees
 //! * Every batch is a valid and maximal allocation: no host sends or receives more packets per
 //!   slot than it has unit links, no pair gets more than it asked for, and no pair with demand
 //!   left has a slot free at both its ends.
-//! * [`Allocator`] is deterministic: the same calls give the same allocations. Of the engines,
-//!   all but `Pipelined` are deterministic for a given thread count.
+//! * [`Allocator`] is deterministic: the same calls give the same allocations. Of the engines
+//!   (`dcsim-arbiter-bench`), all but `Pipelined` are deterministic for a given thread count.
 //! * No global state, and no `unsafe` code except two blocks in the private `isa` module
 //!   that call a BMI2 instruction after checking the CPU has it (see that module and
 //!   `docs/adr/0003-unsafe-for-bit-deposit.md`); every other crate forbids `unsafe`, but for
@@ -62,22 +64,29 @@
 
 mod allocator;
 mod backlog;
-pub mod bench;
 mod bitmap;
 pub mod check;
-pub mod engine;
 mod isa;
 mod pairs;
 pub mod path;
-mod trace;
 mod types;
 
 pub use allocator::{Allocator, AllocatorConfig, BatchAllocation, ConfigError, Fairness};
 pub use backlog::DemandError;
-pub use engine::{Architecture, Collect, Engine, EngineConfig, RunOutput};
 pub use path::{Clos, Path, PathAssigner, PathError, PathViolation, verify_paths};
-pub use trace::{Feed, Trace, source_groups};
 pub use types::{
     Allocation, Demand, Grant, MAX_NODES, MTU_BYTES, NodeId, SLOTS_PER_WORD, TIMESLOT_NS, Timeslot,
     UNIT_LINK_BPS,
 };
+
+/// The allocator's building blocks that the multi-core engines reuse: the per-pair backlog and
+/// its allocation pass, the free-slot bitmaps and the lowest-bits selection. Public for
+/// dcsim-arbiter-bench; not part of the API the simulator uses, and not stable.
+pub mod internals {
+    pub use crate::allocator::allocate_dyn;
+    pub use crate::backlog::{Backlog, Entry, Fate, GrantSink, serve, sweep_filtered};
+    pub use crate::bitmap::SlotBitmaps;
+    #[cfg(target_arch = "x86_64")]
+    pub use crate::isa::Bmi2;
+    pub use crate::isa::{Isa, lowest_bits};
+}

@@ -59,16 +59,23 @@ pub struct Allocation {
 
 /// A compact group of allocations for one pair inside one 64-slot word of a batch.
 ///
-/// Bit `i` of [`mask`](Self::mask) set means: `src` sends to `dst` in slot
+/// Bit `i` of [`mask`](Self::mask()) set means: `src` sends to `dst` in slot
 /// `batch_first_slot + slot_offset() + i`. This is the form the allocator produces (one record
 /// per pair and word instead of one per packet, 16 bytes); [`Grant::slots`] expands it. It is
 /// also the natural message to a host: "send to `dst` in these slots".
+///
+/// The fields are public for dcsim-arbiter-bench (its engines build and read grants in this
+/// raw form); [`Grant::new`] and the accessors are the checked interface.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Grant {
-    pub(crate) src: u16,
-    pub(crate) dst: u16,
-    pub(crate) word: u16,
-    pub(crate) mask: u64,
+    /// Sending host ([`src()`](Self::src())).
+    pub src: u16,
+    /// Receiving host ([`dst()`](Self::dst())).
+    pub dst: u16,
+    /// Index of the 64-slot word inside its batch.
+    pub word: u16,
+    /// Granted slots of the word ([`mask()`](Self::mask())).
+    pub mask: u64,
 }
 
 impl Grant {

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use dcsim::controller::ControllerSpec;
 use dcsim::engine::spec::Kind;
 use dcsim::net::TopologySpec;
 use dcsim::net::qdisc::QdiscSpec;
@@ -9,57 +10,7 @@ use dcsim::transport::TransportSpec;
 use dcsim::transport::cc::CcSpec;
 use dcsim::workload::GeneratorSpec;
 
-/// The example scenarios shipped in `scenarios/`, embedded so the list is always right.
-pub(crate) const EXAMPLES: &[(&str, &str)] = &[
-    (
-        "dctcp-dumbbell.toml",
-        include_str!("../../../scenarios/dctcp-dumbbell.toml"),
-    ),
-    (
-        "tcp-incast.toml",
-        include_str!("../../../scenarios/tcp-incast.toml"),
-    ),
-    (
-        "dctcp-fattree-permutation.toml",
-        include_str!("../../../scenarios/dctcp-fattree-permutation.toml"),
-    ),
-    (
-        "xpass-dumbbell.toml",
-        include_str!("../../../scenarios/xpass-dumbbell.toml"),
-    ),
-    (
-        "xpass-incast.toml",
-        include_str!("../../../scenarios/xpass-incast.toml"),
-    ),
-    (
-        "dx-dumbbell.toml",
-        include_str!("../../../scenarios/dx-dumbbell.toml"),
-    ),
-    (
-        "hull-dumbbell.toml",
-        include_str!("../../../scenarios/hull-dumbbell.toml"),
-    ),
-    (
-        "rcp-dumbbell.toml",
-        include_str!("../../../scenarios/rcp-dumbbell.toml"),
-    ),
-    (
-        "websearch-star.toml",
-        include_str!("../../../scenarios/websearch-star.toml"),
-    ),
-    (
-        "pulser-incast.toml",
-        include_str!("../../../scenarios/pulser-incast.toml"),
-    ),
-    (
-        "sdn-ecn-star.toml",
-        include_str!("../../../scenarios/sdn-ecn-star.toml"),
-    ),
-    (
-        "fastpass-leafspine.toml",
-        include_str!("../../../scenarios/fastpass-leafspine.toml"),
-    ),
-];
+include!(concat!(env!("OUT_DIR"), "/examples.rs"));
 
 /// The example scenario `name` (`dctcp-dumbbell` or `dctcp-dumbbell.toml`).
 pub(crate) fn example(name: &str) -> Option<&'static str> {
@@ -108,16 +59,12 @@ pub(crate) fn text() -> String {
     section(
         &mut out,
         "controllers (controller.kind)",
-        [(
-            "sdn-ecn",
-            "polls switch port counters and marks ECN on the fastest flows of congested \
-             links with timed rules (docs/protocols/sdn-ecn.md)",
-        )],
+        kinds(ControllerSpec::KINDS),
     );
     section(
         &mut out,
         "traffic patterns (generators[].pattern.kind)",
-        GeneratorSpec::KINDS.iter().copied(),
+        kinds(GeneratorSpec::KINDS),
     );
     let _ = writeln!(out, "experiments (dcsim repro NAME [--quick]):");
     for e in dcsim_repro::EXPERIMENTS {

@@ -305,7 +305,7 @@ fn main() -> ExitCode {
             portable_pass,
             quick,
         } => {
-            let mut cfg = dcsim_arbiter::bench::BenchConfig {
+            let mut cfg = dcsim_arbiter_bench::bench::BenchConfig {
                 nodes,
                 threads,
                 duration_ms,
@@ -386,8 +386,8 @@ fn example(name: &str, out: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn arbiter_bench(cfg: &dcsim_arbiter::bench::BenchConfig, json: Option<PathBuf>) -> ExitCode {
-    let report = match dcsim_arbiter::bench::run(cfg) {
+fn arbiter_bench(cfg: &dcsim_arbiter_bench::bench::BenchConfig, json: Option<PathBuf>) -> ExitCode {
+    let report = match dcsim_arbiter_bench::bench::run(cfg) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

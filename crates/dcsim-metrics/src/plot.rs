@@ -2,7 +2,7 @@
 //!
 //! Experiments (`dcsim repro`) and sweeps (`dcsim sweep --plot`) describe figures as data
 //! ([`Plot`]: panels of series) and write them as JSON next to their results; one
-//! matplotlib script, `validation/plot.py` (embedded here), draws every specification in a
+//! matplotlib script, `plot.py` beside this file (embedded here), draws every specification in a
 //! folder as PNG and SVG. Without Python and matplotlib the data is still complete.
 
 use std::path::Path;
@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::atomic_write;
 
 /// The plotting script, embedded so plots can be drawn from any directory.
-pub const PLOT_PY: &str = include_str!("../../../validation/plot.py");
+pub const PLOT_PY: &str = include_str!("plot.py");
 
 /// A plotted series.
 #[derive(Clone, Debug, Serialize)]

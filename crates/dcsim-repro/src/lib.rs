@@ -4,7 +4,8 @@
 //! is saved as TOML next to its run's results, so any run can be repeated with `dcsim
 //! run`), runs the independent ones in parallel, writes `result.json` with the figures
 //! named in the reference's experiments list, CSV data, and plot specifications that one
-//! plotting script (`validation/plot.py`, matplotlib) turns into PNG and SVG files.
+//! plotting script (`crates/dcsim-metrics/src/plot.py`, matplotlib) turns into PNG and SVG
+//! files.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

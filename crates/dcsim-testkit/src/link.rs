@@ -173,8 +173,7 @@ impl LinkPair {
         let (mut tx, mut rx) = open(&info);
         let mut shared = FlowShared {
             limit_bytes: size_bytes.unwrap_or(u64::MAX),
-            rate: None,
-            slot_route: None,
+            grant: None,
         };
         let mut pool = PacketPool::new();
         let mut sched: Scheduler<Ev> = Scheduler::new();

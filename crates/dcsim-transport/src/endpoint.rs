@@ -109,12 +109,21 @@ pub struct FlowShared {
     /// Bytes the flow delivers: its size, or `u64::MAX` while a long-lived flow runs, then
     /// the bytes it had sent when it stopped.
     pub limit_bytes: u64,
-    /// The rate a global oracle gives the flow (the `ideal` transport), if any; the facade
-    /// sets it and wakes the sender ([`Sender::on_wake`]).
-    pub rate: Option<Rate>,
-    /// A granted Fastpass slot that begins now: the route of the one packet to send in it
-    /// (the facade sets it and wakes the sender, which takes it).
-    pub slot_route: Option<RouteId>,
+    /// What a control-plane service granted the flow, if anything: set by
+    /// [`crate::Flows::grant`], which then wakes the sender ([`Sender::on_wake`]).
+    pub grant: Option<Grant>,
+}
+
+/// What a control-plane service grants a flow's sender, the one way a central scheduler
+/// reaches a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// Send at this rate until another grant (a rate allocator, such as the Ideal scheme's
+    /// oracle); the sender reads it and leaves it.
+    Rate(Rate),
+    /// Send one packet now, on this route (a timeslot allocator, such as Fastpass); the
+    /// sender takes it.
+    Slot(RouteId),
 }
 
 /// Sizes of a transport's packets, for ideal completion times.

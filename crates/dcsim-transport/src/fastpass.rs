@@ -17,7 +17,7 @@ use dcsim_net::wire::{MAX_WIRE_BYTES, TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_b
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp};
 use serde::{Deserialize, Serialize};
 
-use crate::endpoint::{EndpointCx, FlowInfo, Needs, PacketFormat, Sched, Sender, Transport};
+use crate::endpoint::{EndpointCx, FlowInfo, Grant, Needs, PacketFormat, Sched, Sender, Transport};
 use crate::flows::FlowRecord;
 use crate::ideal::CountingReceiver;
 
@@ -206,7 +206,7 @@ impl Sender for FastpassSender {
     }
     /// A granted slot begins now: send one packet on its route.
     fn on_wake<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
-        let Some(route) = cx.shared.slot_route.take() else {
+        let Some(Grant::Slot(route)) = cx.shared.grant.take() else {
             return;
         };
         let limit = cx.shared.limit_bytes;

@@ -6,11 +6,12 @@
 //! what is common to every transport: the per-host waiting lists for NIC room, completion
 //! and finishing, counters.
 
-use dcsim_engine::{Dur, Rate, RngTree, Time};
-use dcsim_net::{FlowId, HostId, PacketId, RouteId};
+use dcsim_engine::{Dur, RngTree, Time};
+use dcsim_net::{FlowId, HostId, PacketId};
 
 use crate::endpoint::{
-    EndpointCx, FlowCx, FlowInfo, FlowShared, Receiver, Sched, Sender, Side, TimerKey, Transport,
+    EndpointCx, FlowCx, FlowInfo, FlowShared, Grant, Receiver, Sched, Sender, Side, TimerKey,
+    Transport,
 };
 use crate::{Conn, HostStates, TransportSpec, with_pair};
 
@@ -66,8 +67,7 @@ impl<T: Transport> Pair<T> {
             rx,
             shared: FlowShared {
                 limit_bytes: size_bytes.unwrap_or(u64::MAX),
-                rate: None,
-                slot_route: None,
+                grant: None,
             },
         }
     }
@@ -226,32 +226,16 @@ impl Flows {
         self.track_completed = true;
     }
 
-    /// Sets the oracle's rate of flow `f` (if it is still running) and wakes its sender.
-    pub fn set_rate<S: Sched>(&mut self, f: FlowId, rate: Rate, cx: &mut FlowCx<'_, S>) {
-        self.wake_with(f, cx, |s| s.rate = Some(rate));
-    }
-
-    /// Hands flow `f` a granted Fastpass slot that begins now, on `route`: its sender sends
-    /// one packet (if it is still running and has one).
-    pub fn grant_slot<S: Sched>(&mut self, f: FlowId, route: RouteId, cx: &mut FlowCx<'_, S>) {
-        self.wake_with(f, cx, |s| s.slot_route = Some(route));
-    }
-
-    /// Changes what both ends of flow `f` share (if it is still running) and wakes its
-    /// sender to act on it: the one way a central scheduler (the oracle, the arbiter)
-    /// reaches a flow.
-    fn wake_with<S: Sched>(
-        &mut self,
-        f: FlowId,
-        cx: &mut FlowCx<'_, S>,
-        set: impl FnOnce(&mut FlowShared),
-    ) {
+    /// Hands flow `f` (if it is still running) what a control-plane service granted it,
+    /// and wakes its sender to act on it: the one way a central scheduler (the Ideal
+    /// scheme's oracle, the Fastpass arbiter) reaches a flow.
+    pub fn grant<S: Sched>(&mut self, f: FlowId, grant: Grant, cx: &mut FlowCx<'_, S>) {
         let fl = &mut self.flows[f.index()];
         let src = fl.spec.src;
         let Some(conn) = fl.conn.as_deref_mut() else {
             return;
         };
-        with_pair!(conn, |p| set(&mut p.shared));
+        with_pair!(conn, |p| p.shared.grant = Some(grant));
         let stale = &mut self.stale_timers;
         let progress = with_pair!(conn, self.hosts, src, |p, h| p.handle(
             f,

@@ -1,7 +1,7 @@
 //! The Ideal scheme (`kind = "ideal"`): senders pace their data at the rate a global oracle
 //! gives them, the max-min fair share of their route computed over every running flow of
-//! this transport (`dcsim_metrics::maxmin`, kept by the facade and recomputed whenever one
-//! of them starts or completes). Nothing else: no window, no ACKs, no loss recovery. With
+//! this transport and recomputed whenever one of them starts or completes (the oracle of
+//! `dcsim_control`, a control-plane service). Nothing else: no window, no ACKs, no loss recovery. With
 //! every link's rates summing to at most its capacity, queues stay at the few packets that
 //! meet at a port at once, and nothing is lost with ordinary buffers.
 //!
@@ -14,7 +14,7 @@ use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 use serde::{Deserialize, Serialize};
 
 use crate::endpoint::{
-    EndpointCx, FlowInfo, Needs, PacketFormat, Receiver, Sched, Sender, Transport,
+    EndpointCx, FlowInfo, Grant, Needs, PacketFormat, Receiver, Sched, Sender, Transport,
 };
 use crate::flows::FlowRecord;
 
@@ -98,9 +98,12 @@ impl IdealSender {
 
     /// Arms the next departure: `wire / rate` after the last one (or now).
     fn schedule<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, ()>) {
-        let Some(rate) = cx.shared.rate.filter(|r| r.bps() > 0) else {
+        let Some(Grant::Rate(rate)) = cx.shared.grant else {
             return;
         };
+        if rate.bps() == 0 {
+            return;
+        }
         if self.done {
             return;
         }

@@ -30,8 +30,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use dcsim_net::FlowId;
 pub use endpoint::{
-    EndpointCx, FlowCx, FlowEvent, FlowInfo, FlowShared, Needs, PacketFormat, Receiver, Sched,
-    Sender, Side, TcpView, TimerKey, TraceHeader, Transport,
+    EndpointCx, FlowCx, FlowEvent, FlowInfo, FlowShared, Grant, Needs, PacketFormat, Receiver,
+    Sched, Sender, Side, TcpView, TimerKey, TraceHeader, Transport,
 };
 pub use flows::{FlowRecord, FlowSpec, Flows, MAX_FLOW_COUNTERS};
 pub use tcp::{TcpConfig, TcpProfile};

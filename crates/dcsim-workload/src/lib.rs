@@ -61,8 +61,8 @@ pub use crate::cdf::{BuiltinCdf, CdfError, CdfFormat, EmpiricalCdf};
 pub use crate::dist::{SizeDist, SizeSpec};
 pub use crate::pattern::{
     Destinations, FlowGenerator, FlowSource, GeneratorSpec, IncastSpec, LeaveOrder, Limits,
-    PairsSpec, PartitionAggregateSpec, PermutationSpec, PoissonSpec, PulserSpec, ShuffleSpec,
-    SourceCx, SourceInfo, TraceSpec,
+    PairsSpec, PartitionAggregateSpec, Pattern, PermutationSpec, PoissonSpec, PulserSpec,
+    ShuffleSpec, SourceCx, SourceInfo, TraceSpec,
 };
 
 /// A flow produced by a workload: hosts by number, times relative to the simulation start.

@@ -4,7 +4,8 @@
 //! collects [`Results`]. The layers underneath are `dcsim-engine` (time, scheduler,
 //! timers, random streams), `dcsim-net` (packets, ports, queue disciplines, routing,
 //! topologies), `dcsim-transport` (TCP with pluggable congestion control), `dcsim-workload`
-//! (traffic patterns) and `dcsim-metrics` (statistics and writers).
+//! (traffic patterns), `dcsim-metrics` (statistics and writers) and `dcsim-control`
+//! (control-plane services beside the packet path).
 //!
 //! ```text
 //!   h0 ─┐                    ┌─ h2        a dumbbell: hosts 0..N-1 on the left switch,
@@ -41,9 +42,7 @@
 // summary.json is one `json!` literal with more keys than the default limit expands.
 #![recursion_limit = "256"]
 
-pub mod controller;
 mod events;
-mod fastpass;
 mod ideal;
 mod results;
 mod scenario;
@@ -60,6 +59,9 @@ pub use scenario::{
 };
 pub use world::{Event, RunProgress, RunStats, World};
 
+pub use dcsim_control as control;
+/// `[controller]`: the controllers a scenario can ask for (`dcsim_control::controller`).
+pub use dcsim_control::controller;
 pub use dcsim_engine as engine;
 pub use dcsim_metrics as metrics;
 pub use dcsim_net as net;

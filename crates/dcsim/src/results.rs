@@ -332,7 +332,7 @@ impl Results {
                 .collect::<Vec<_>>()
         });
         let pool = &world.pool;
-        let summary = json!({
+        let mut summary = json!({
             "schema_version": dcsim_metrics::OUTPUT_SCHEMA_VERSION,
             "scenario": world.scenario.name,
             "seed": world.scenario.spec.sim.seed,
@@ -344,7 +344,7 @@ impl Results {
             "events": stats.events,
             "packet_hops": stats.packet_hops,
             "packets_created": pool.allocated(),
-            "packets_delivered": world.flows.delivered_pkts() + world.fastpass.as_ref().map_or(0, |f| f.control_delivered()),
+            "packets_delivered": world.flows.delivered_pkts() + world.services.packets_delivered(),
             "packets_dropped": drops_total,
             "packets_in_network": pool.live(),
             "data_drops": data_drops_total,
@@ -365,24 +365,17 @@ impl Results {
             "jain_fairness": jain(&long_lived),
             "scheduler": stats.sched,
             "stale_timers": world.flows.stale_timers(),
-            // The Ideal scheme's allocator: links and flows its recomputations visited.
-            "oracle_work": world.oracle.as_ref().map(|o| o.work()),
-            // The SDN controller: probes, congested links seen, rules installed, packets
-            // its rules marked.
-            "controller": world.controller.as_ref().map(|c| json!({
-                "probes": c.probes,
-                "congested_link_probes": c.congested,
-                "rules_installed": c.rules,
-                "packets_marked": world.net.mark_rules().marked,
-            })),
-            // Fastpass: control traffic, slots, the arbiter's compute time (wall clock).
-            "fastpass": world.fastpass.as_ref().map(|f| {
-                let data: u64 = world.net.ports().iter()
-                    .filter(|p| !world.net.is_switch(p.node()))
-                    .map(|p| p.stats().tx_bytes[Class::Data as usize])
-                    .sum();
-                f.summary(data)
-            }),
+        });
+        // The control-plane services' figures, each under its key (null if it did not run).
+        let m = summary.as_object_mut().expect("an object");
+        m.extend(
+            world
+                .services
+                .summary(&world.net, &world.flows)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+        );
+        let rest = json!({
             // Time-weighted queue-length percentiles per switch tier (output.queue_occupancy).
             "queue_occupancy": occupancy,
             // Packet traces (output.trace): packets written, and left out at max_bytes.
@@ -400,6 +393,9 @@ impl Results {
             }).collect::<Vec<_>>(),
             "resolved_scenario": serde_json::to_value(&world.scenario.spec).unwrap_or(Value::Null),
         });
+        if let Value::Object(rest) = rest {
+            m.extend(rest);
+        }
         Self {
             flows: flow_rows,
             ports: port_rows,

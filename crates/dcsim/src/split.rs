@@ -679,10 +679,9 @@ impl World {
             (self.tracer.is_some(), "output.trace"),
         ];
         if parts > 1 {
+            let service = self.services.unsplittable();
             refused.extend([
-                (self.oracle.is_some(), "transport \"ideal\""),
-                (self.controller.is_some(), "[controller]"),
-                (self.fastpass.is_some(), "transport \"fastpass\""),
+                (service.is_some(), service.unwrap_or_default()),
                 (self.event_log.is_some(), "output.events"),
                 (
                     self.net.routing_mode() == RoutingMode::Spray,

@@ -4,20 +4,18 @@ use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use dcsim_engine::{Dur, Rate, RngTree, SchedStats, Schedule, Scheduler, Time, Upcoming, splitmix};
+use dcsim_control::{BuildCx, FIRST_CONTROL_FLOW, ServiceCx, ServiceEvent, Services};
+use dcsim_engine::{Dur, RngTree, SchedStats, Schedule, Scheduler, Time, Upcoming, splitmix};
 use dcsim_metrics::SampleSpill;
-use dcsim_metrics::maxmin::{MaxMin, Slot};
 use dcsim_net::{
     FlowId, HostId, NetCx, NetEvent, Network, PacketId, PacketPool, PortId, PortStats, RouteId,
 };
-use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows, TransportSpec};
+use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows};
 use dcsim_workload::FlowSource;
 
 use hdrhistogram::Histogram;
 
-use crate::controller::{Controller, ControllerSpec};
 use crate::events::EventLog;
-use crate::fastpass::{FCP_FLOW, Fastpass};
 use crate::ideal::ideal_fct;
 use crate::trace::Tracer;
 
@@ -36,16 +34,8 @@ pub enum Event {
     WindowStart,
     /// Create the flows of generator `i` that start now.
     Generate(u32),
-    /// The controller reads the network's statistics.
-    Probe,
-    /// The controller's rules take effect.
-    ControlApply,
-    /// The Fastpass arbiter allocates its next batch.
-    FastpassTick,
-    /// A Fastpass host's report timer.
-    FastpassHost(u32),
-    /// A Fastpass host's next granted slot begins.
-    FastpassSend(u32),
+    /// An event of a control-plane service (`dcsim_control`).
+    Service(ServiceEvent),
     /// Sample the switch ports' queue lengths (`output.queue_occupancy`).
     QueueSample,
     /// In a run split between threads only, each part's first event: the part declares
@@ -65,11 +55,16 @@ impl From<FlowEvent> for Event {
         Self::Flow(e)
     }
 }
+impl From<ServiceEvent> for Event {
+    fn from(e: ServiceEvent) -> Self {
+        Self::Service(e)
+    }
+}
 
 /// What the world's handlers create their events on: the [`Scheduler`] of a one-thread
 /// run, or a part's output in a run split between threads (`crate::split`).
 pub(crate) trait WorldSched:
-    Schedule<Event> + Schedule<NetEvent> + Schedule<FlowEvent>
+    Schedule<Event> + Schedule<NetEvent> + Schedule<FlowEvent> + Schedule<ServiceEvent>
 {
     /// Whether no event is pending: samplers stop then in a run without an end.
     fn is_idle(&self) -> bool;
@@ -136,89 +131,6 @@ pub(crate) struct Window {
     pub flow_base: Vec<u64>,
 }
 
-/// The Ideal scheme's oracle: max-min fair rates over the egress ports of the running
-/// flows' routes, updated when one of them starts or completes.
-pub(crate) struct Oracle {
-    mm: MaxMin,
-    /// Per flow: its slot while it runs under the oracle.
-    slots: Vec<Option<Slot>>,
-    /// Per slot: its flow.
-    flow_of: Vec<FlowId>,
-    /// Scratch.
-    changed: Vec<(Slot, f64)>,
-    done: Vec<FlowId>,
-}
-
-impl Oracle {
-    fn new(net: &Network) -> Self {
-        let caps = net.ports().iter().map(|p| p.rate().bps() as f64).collect();
-        Self {
-            mm: MaxMin::new(caps),
-            slots: Vec::new(),
-            flow_of: Vec::new(),
-            changed: Vec::new(),
-            done: Vec::new(),
-        }
-    }
-
-    /// Hands every changed rate to its flow's sender.
-    fn apply<S: dcsim_transport::endpoint::Sched>(
-        &mut self,
-        flows: &mut Flows,
-        cx: &mut FlowCx<'_, S>,
-    ) {
-        for &(s, r) in &self.changed {
-            let f = self.flow_of[s.0 as usize];
-            flows.set_rate(f, Rate::from_bps(r as u64), cx);
-        }
-    }
-
-    /// Flow `f` starts across the ports `links`.
-    fn start<S: dcsim_transport::endpoint::Sched>(
-        &mut self,
-        f: FlowId,
-        links: &[u32],
-        flows: &mut Flows,
-        cx: &mut FlowCx<'_, S>,
-    ) {
-        let (slot, changed) = self.mm.add(links);
-        self.changed.clear();
-        self.changed.extend_from_slice(changed);
-        if self.slots.len() <= f.index() {
-            self.slots.resize(f.index() + 1, None);
-        }
-        self.slots[f.index()] = Some(slot);
-        if self.flow_of.len() <= slot.0 as usize {
-            self.flow_of.resize(slot.0 as usize + 1, FlowId(0));
-        }
-        self.flow_of[slot.0 as usize] = f;
-        self.apply(flows, cx);
-    }
-
-    /// Takes the flows that completed out of the allocation.
-    fn completions<S: dcsim_transport::endpoint::Sched>(
-        &mut self,
-        flows: &mut Flows,
-        cx: &mut FlowCx<'_, S>,
-    ) {
-        flows.take_completed(&mut self.done);
-        for i in 0..self.done.len() {
-            let f = self.done[i];
-            if let Some(slot) = self.slots.get_mut(f.index()).and_then(Option::take) {
-                let changed = self.mm.remove(slot);
-                self.changed.clear();
-                self.changed.extend_from_slice(changed);
-                self.apply(flows, cx);
-            }
-        }
-    }
-
-    /// Allocation work done (links and flows visited by recomputations).
-    pub(crate) fn work(&self) -> u64 {
-        self.mm.work
-    }
-}
-
 /// One simulation: network, flows, scheduler and packet pool. `Send`, and independent of
 /// any other world, so simulations can run on several threads at once.
 pub struct World {
@@ -237,9 +149,8 @@ pub struct World {
     pub(crate) window: Window,
     pub(crate) sampler: Option<Sampler>,
     pub(crate) stats: Option<RunStats>,
-    pub(crate) oracle: Option<Oracle>,
-    pub(crate) controller: Option<Controller>,
-    pub(crate) fastpass: Option<Fastpass>,
+    /// The control-plane services the scenario brings in.
+    pub(crate) services: Services,
     pub(crate) occupancy: Option<Occupancy>,
     pub(crate) tracer: Option<Tracer>,
     pub(crate) event_log: Option<Box<EventLog>>,
@@ -330,14 +241,6 @@ impl World {
 
         let mut sched = Scheduler::new();
         let mut flows = Flows::new(scenario.transports.clone(), scenario.graph.hosts.len(), rng);
-        let oracle = scenario
-            .transports
-            .iter()
-            .any(|t| matches!(t, TransportSpec::Ideal(_)))
-            .then(|| {
-                flows.track_completions();
-                Oracle::new(&net)
-            });
         for f in &scenario.flows {
             let id = flows.add(*f);
             sched.schedule(f.start, Event::Flow(FlowEvent::Start(id)));
@@ -379,33 +282,23 @@ impl World {
             }
         });
         let n_ports = net.ports().len();
-        let controller = spec.controller.as_ref().map(|c| match c {
-            ControllerSpec::SdnEcn(cfg) => {
-                let exempt = (0..scenario.transports.len())
-                    .map(|i| {
-                        cfg.exempt
-                            .iter()
-                            .any(|name| scenario.transport_index(name) == Some(i as u32))
-                    })
-                    .collect();
-                let c = Controller::new(cfg.clone(), exempt, n_ports);
-                sched.schedule(Time::from_dur(c.probe_interval()), Event::Probe);
-                c
-            }
-        });
-        let fastpass = scenario
-            .transports
-            .iter()
-            .find_map(|t| match t {
-                TransportSpec::Fastpass(c) => Some(c.clone()),
-                _ => None,
-            })
-            .map(|cfg| Fastpass::new(cfg, &mut net, &spec.topology, &rng))
-            .transpose()
-            .map_err(|message| ConfigError {
-                source: scenario.source.clone(),
-                message,
-            })?;
+        // The control-plane services, built here so that their first events and the routes
+        // they intern keep their places in the run's order.
+        let transport_index = |name: &str| scenario.transport_index(name);
+        let services = Services::build(&mut BuildCx {
+            transports: &scenario.transports,
+            transport_index: &transport_index,
+            controller: spec.controller.as_ref(),
+            topology: &spec.topology,
+            net: &mut net,
+            flows: &mut flows,
+            rng: &rng,
+            sched: &mut sched,
+        })
+        .map_err(|message| ConfigError {
+            source: scenario.source.clone(),
+            message,
+        })?;
         let occupancy = spec.output.queue_occupancy.map(|every| {
             sched.schedule(Time::from_dur(every), Event::QueueSample);
             Occupancy::new(&net, every)
@@ -443,9 +336,7 @@ impl World {
             flows,
             sampler,
             stats: None,
-            oracle,
-            controller,
-            fastpass,
+            services,
             occupancy,
             tracer,
             event_log,
@@ -637,7 +528,7 @@ impl World {
                     sched,
                 };
                 if let Some((host, pkt)) = self.net.on_link_arrive(p, &mut cx) {
-                    if self.fastpass.is_some() && self.pool.get(pkt).flow == FCP_FLOW {
+                    if self.pool.get(pkt).flow.0 >= FIRST_CONTROL_FLOW {
                         self.on_control_packet(sched, host, pkt, now);
                         return;
                     }
@@ -652,9 +543,13 @@ impl World {
                         sched,
                     };
                     self.flows.on_packet(host, pkt, &mut fcx);
-                    if let Some(o) = &mut self.oracle {
-                        o.completions(&mut self.flows, &mut fcx);
-                    }
+                    self.services.after_delivery(&mut ServiceCx {
+                        now,
+                        net: &mut self.net,
+                        flows: &mut self.flows,
+                        pool: &mut self.pool,
+                        sched,
+                    });
                     if let Some(f) = logged {
                         self.log_flow(now, f);
                     }
@@ -699,45 +594,16 @@ impl World {
         match ev {
             Event::Flow(FlowEvent::Start(f)) => self.start_flow(sched, f, now),
             Event::Sample => self.sample(sched, now),
-            Event::Probe => {
-                if let Some(c) = &mut self.controller {
-                    c.probe(now, &self.net, &self.flows);
-                    let (every, delay) = (c.probe_interval(), c.control_delay());
-                    if delay == Dur::ZERO {
-                        c.apply(now, &mut self.net);
-                    } else {
-                        sched.at(now + delay, Event::ControlApply);
-                    }
-                    sched.at(now + every, Event::Probe);
-                }
-            }
-            Event::ControlApply => {
-                if let Some(c) = &mut self.controller {
-                    c.apply(now, &mut self.net);
-                }
-            }
-            Event::FastpassTick => {
-                if let Some(fp) = &mut self.fastpass {
-                    fp.on_tick(now, &mut self.net, &mut self.pool, sched);
-                }
-            }
-            Event::FastpassHost(h) => {
-                if let Some(fp) = &mut self.fastpass {
-                    fp.on_host_timer(h, now, &mut self.net, &mut self.pool, sched);
-                }
-            }
-            Event::FastpassSend(h) => {
-                if let Some(fp) = &mut self.fastpass {
-                    fp.on_send(
-                        h,
-                        now,
-                        &mut self.flows,
-                        &mut self.net,
-                        &mut self.pool,
-                        sched,
-                    );
-                }
-            }
+            Event::Service(e) => self.services.on_event(
+                e,
+                &mut ServiceCx {
+                    now,
+                    net: &mut self.net,
+                    flows: &mut self.flows,
+                    pool: &mut self.pool,
+                    sched,
+                },
+            ),
             Event::QueueSample => self.sample_queues(sched, now),
             Event::Generate(i) => self.generate(sched, i as usize, now),
             Event::WindowStart => self.begin_window(now),
@@ -749,7 +615,7 @@ impl World {
         }
     }
 
-    /// A Fastpass control packet arrived at `host`.
+    /// A control-plane service's packet arrived at `host`.
     #[cold]
     #[inline(never)]
     fn on_control_packet<S: WorldSched>(
@@ -761,17 +627,17 @@ impl World {
     ) {
         let packet = *self.pool.get(pkt);
         self.pool.free(pkt);
-        if let Some(fp) = &mut self.fastpass {
-            fp.on_control(
-                host,
-                &packet,
+        self.services.on_packet(
+            host,
+            &packet,
+            &mut ServiceCx {
                 now,
-                &mut self.flows,
-                &mut self.net,
-                &mut self.pool,
+                net: &mut self.net,
+                flows: &mut self.flows,
+                pool: &mut self.pool,
                 sched,
-            );
-        }
+            },
+        );
     }
 
     /// Creates and starts every flow of source `i` that starts at `now`, then schedules the
@@ -857,19 +723,14 @@ impl World {
     }
 
     /// Starts flow `f`: picks its routes (per-flow ECMP by a hash of its number), computes
-    /// its ideal completion time and hands both to its transport.
+    /// its ideal completion time, hands both to its transport, then tells the control-plane
+    /// services.
     ///
     /// # Panics
     /// If a transport that needs symmetric routes got routes that are not each other's
     /// reverse (the scenario check rejects such routing, so this is a bug).
     fn start_flow<S: WorldSched>(&mut self, sched: &mut S, f: FlowId, now: Time) {
-        let spec = *self.flows.spec(f);
         let (info, ideal) = self.flow_info(f);
-        let (fwd, transport) = (info.fwd, self.flows.transport_of(f));
-        // The oracle's links: the egress ports of the route (once per flow).
-        let oracle_links: Option<Vec<u32>> = (self.oracle.is_some()
-            && matches!(transport, TransportSpec::Ideal(_)))
-        .then(|| self.net.route_ports(fwd).iter().map(|p| p.0).collect());
         let mut fcx = FlowCx {
             now,
             pool: &mut self.pool,
@@ -877,17 +738,16 @@ impl World {
             sched,
         };
         self.flows.on_start(f, &info, ideal, &mut fcx);
-        if let Some(c) = &mut self.controller {
-            c.on_start(f, fwd);
-        }
-        if let (Some(o), Some(links)) = (&mut self.oracle, oracle_links) {
-            o.start(f, &links, &mut self.flows, &mut fcx);
-        }
-        if let Some(fp) = &mut self.fastpass
-            && matches!(self.flows.transport_of(f), TransportSpec::Fastpass(_))
-        {
-            fp.on_flow_start(f, &spec, now, &mut self.net, &mut self.pool, sched);
-        }
+        self.services.on_flow_start(
+            &info,
+            &mut ServiceCx {
+                now,
+                net: &mut self.net,
+                flows: &mut self.flows,
+                pool: &mut self.pool,
+                sched,
+            },
+        );
         self.log_flow(now, f);
     }
 

@@ -1,6 +1,5 @@
 //! Integration tests of dcsim-arbiter, compiled into one binary (docs/style.md §7).
 
 mod allocator;
-mod engines;
 mod path;
 mod support;

@@ -3,6 +3,7 @@
 use dcsim_engine::Dur;
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::check_host;
 use super::source::{FlowSource, SourceCx, jitter_of};
 use crate::{FlowSize, GenFlow};
@@ -30,9 +31,12 @@ pub struct IncastSpec {
     pub jitter: Dur,
 }
 
-impl IncastSpec {
+impl Pattern for IncastSpec {
+    const NAME: &'static str = "incast";
+    const ABOUT: &'static str = "many senders to one receiver at once, optional start jitter";
+
     /// The flows, in sender order. Errors are `"field: message"`.
-    pub(crate) fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
+    fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
         let (hosts, receiver) = (cx.hosts, self.receiver);
         check_host(u64::from(receiver), hosts, "receiver")?;
         let n = self.senders.unwrap_or(hosts - 1);
@@ -61,7 +65,7 @@ impl IncastSpec {
     }
 
     /// The flows as a source sorted by start.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         Ok(FlowSource::eager("incast", self.flows(cx)?))
     }
 }

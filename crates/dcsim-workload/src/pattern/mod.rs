@@ -16,9 +16,10 @@
 //! Each pattern is one file of this module: its scenario parameters (a `…Spec` struct),
 //! their checks, its generator and its unit tests. The files share only the source
 //! machinery ([`FlowSource`], [`SourceCx`], [`SourceInfo`], [`Limits`], [`FlowGenerator`])
-//! and the host choice ([`Destinations`]); [`GeneratorSpec`], here, names every pattern and
-//! dispatches to it. Adding a pattern means one new file plus one variant and its match
-//! arms in [`GeneratorSpec`].
+//! and the host choice ([`Destinations`]). A pattern implements [`Pattern`] (its name, one
+//! line for `dcsim list`, its source); the `patterns!` registry below, one line per
+//! pattern, generates [`GeneratorSpec`], its scenario syntax and its dispatch. Adding a
+//! pattern means one new file plus one registry line.
 
 mod endpoints;
 mod incast;
@@ -33,8 +34,12 @@ mod source;
 mod testutil;
 mod trace;
 
+use core::fmt;
+
 use dcsim_engine::RngTree;
-use serde::{Deserialize, Serialize};
+use dcsim_engine::spec::{self, Kind};
+use serde::de::{self, DeserializeOwned};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::endpoints::Destinations;
 pub use self::incast::IncastSpec;
@@ -48,11 +53,98 @@ pub use self::source::{FlowGenerator, FlowSource, Limits, SourceCx, SourceInfo};
 pub use self::trace::TraceSpec;
 use crate::GenFlow;
 
-/// A traffic pattern as written in a scenario (`kind = "..."`): the tag picks the variant,
-/// and the other keys are the fields of its parameter struct.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum GeneratorSpec {
+/// A traffic pattern: its scenario parameters (this type, deserialized from the keys of
+/// `pattern = { kind = "...", ... }` other than `kind`) and how it makes flows.
+pub trait Pattern: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned {
+    /// Its name in scenario files (`kind = "poisson"`).
+    const NAME: &'static str;
+    /// One line for `dcsim list`.
+    const ABOUT: &'static str;
+
+    /// The pattern as a lazy source. Errors are `"field: message"`.
+    ///
+    /// # Errors
+    /// A parameter that does not fit the network (a host out of range, an unknown rate).
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String>;
+
+    /// The pattern's flows as a list: by default the source's, collected.
+    ///
+    /// # Errors
+    /// As [`Pattern::source`].
+    fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
+        Ok(self.source(cx)?.collect())
+    }
+
+    /// Whether, as configured, it never stops making flows (a list of its flows is then
+    /// refused).
+    fn endless(&self) -> bool {
+        false
+    }
+}
+
+/// The registry: one line per pattern, `Variant(path::Type)`. Generates [`GeneratorSpec`]
+/// (the scenario syntax, through `dcsim_engine::spec`), its `KINDS` and the dispatch.
+macro_rules! patterns {
+    ($($(#[$doc:meta])* $V:ident($T:ty)),+ $(,)?) => {
+        /// A traffic pattern as written in a scenario: `pattern = { kind = "...", ... }`.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum GeneratorSpec {
+            $($(#[$doc])* $V($T),)+
+        }
+
+        impl GeneratorSpec {
+            /// The patterns a scenario can name (for `dcsim list`).
+            pub const KINDS: &'static [Kind] = &[$(Kind {
+                name: <$T as Pattern>::NAME,
+                about: <$T as Pattern>::ABOUT,
+            }),+];
+            const NAMES: &'static [&'static str] = &[$(<$T as Pattern>::NAME),+];
+
+            /// The pattern's name (`kind` in the scenario).
+            pub const fn kind(&self) -> &'static str {
+                match self { $(Self::$V(_) => <$T as Pattern>::NAME,)+ }
+            }
+
+            /// Builds the pattern as a lazy source. Errors are `"field: message"`, as for
+            /// [`expand`](Self::expand).
+            ///
+            /// # Errors
+            /// A parameter that does not fit the network.
+            pub fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+                match self { $(Self::$V(p) => p.source(cx),)+ }
+            }
+
+            fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
+                match self { $(Self::$V(p) => p.flows(cx),)+ }
+            }
+
+            fn endless(&self) -> bool {
+                match self { $(Self::$V(p) => p.endless(),)+ }
+            }
+        }
+
+        impl Serialize for GeneratorSpec {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(Self::$V(p) => spec::serialize_tagged(<$T as Pattern>::NAME, p, s),)+
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for GeneratorSpec {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                spec::deserialize_tagged(d, Self::NAMES, |kind, params| {
+                    $(if kind == <$T as Pattern>::NAME {
+                        return spec::params(params).map(Self::$V);
+                    })+
+                    Err(de::Error::custom(format_args!("no traffic pattern {kind:?}")))
+                })
+            }
+        }
+    };
+}
+
+patterns! {
     /// `count` flows between fixed pairs of hosts with a join/leave schedule
     /// ([`PairsSpec`]).
     Pairs(PairsSpec),
@@ -74,65 +166,6 @@ pub enum GeneratorSpec {
 }
 
 impl GeneratorSpec {
-    /// The patterns a scenario can name (for `dcsim list`).
-    pub const KINDS: &'static [(&'static str, &'static str)] = &[
-        (
-            "pairs",
-            "count flows src+i*src_step -> dst+i*dst_step, staggered starts, join/leave schedule",
-        ),
-        (
-            "permutation",
-            "every host sends one flow to a distinct host (random derangement)",
-        ),
-        (
-            "incast",
-            "many senders to one receiver at once, optional start jitter",
-        ),
-        (
-            "poisson",
-            concat!(
-                "Poisson arrivals at a target load, sizes from a CDF or distribution, uniform, ",
-                "inter-rack or permutation destinations",
-            ),
-        ),
-        (
-            "partition-aggregate",
-            concat!(
-                "incast queries: degree responders answer a random aggregator; query arrival ",
-                "process, jitter",
-            ),
-        ),
-        (
-            "shuffle",
-            "all-to-all: every task sends bytes_per_pair to every task on the other hosts",
-        ),
-        (
-            "pulser",
-            concat!(
-                "Pulser mix: Poisson 8-32 KB short and 1 MB long flows (30 % of bytes) plus ",
-                "incast of degree 24",
-            ),
-        ),
-        (
-            "trace",
-            "replay flows from a CSV file start_ns,src,dst,size_bytes",
-        ),
-    ];
-
-    /// The pattern's name (`kind` in the scenario).
-    pub const fn kind(&self) -> &'static str {
-        match self {
-            Self::Pairs(_) => "pairs",
-            Self::Permutation(_) => "permutation",
-            Self::Incast(_) => "incast",
-            Self::Poisson(_) => "poisson",
-            Self::PartitionAggregate(_) => "partition-aggregate",
-            Self::Shuffle(_) => "shuffle",
-            Self::Pulser(_) => "pulser",
-            Self::Trace(_) => "trace",
-        }
-    }
-
     /// Expands the pattern for a network of `hosts` hosts into a list of flows. `index` is
     /// the generator's position in the scenario (it selects the random streams). Errors are
     /// `"field: message"`.
@@ -141,42 +174,17 @@ impl GeneratorSpec {
     /// only the host count, so load-based kinds relative to host links fail here (the rate
     /// is unknown), and endless kinds need `max_flows` or `until`. Prefer `source`: it keeps
     /// memory flat.
+    ///
+    /// # Errors
+    /// An endless pattern, or a parameter that does not fit the network.
     pub fn expand(&self, hosts: u32, rng: &RngTree, index: u64) -> Result<Vec<GenFlow>, String> {
-        let cx = SourceCx::new(hosts, rng, index);
-        match self {
-            // The eager kinds, unchanged since they were added.
-            Self::Pairs(p) => p.flows(&cx),
-            Self::Permutation(p) => p.flows(&cx),
-            Self::Incast(p) => p.flows(&cx),
-            Self::Poisson(PoissonSpec {
-                max_flows, until, ..
-            })
-            | Self::PartitionAggregate(PartitionAggregateSpec {
-                max_flows, until, ..
-            })
-            | Self::Pulser(PulserSpec {
-                max_flows, until, ..
-            }) if max_flows.is_none() && until.is_none() => Err(format!(
+        if self.endless() {
+            return Err(format!(
                 "max_flows: a {} pattern is endless; give max_flows or until",
                 self.kind()
-            )),
-            _ => Ok(self.source(&cx)?.collect()),
+            ));
         }
-    }
-
-    /// Builds the pattern as a lazy source. Errors are `"field: message"`, as for
-    /// [`expand`](Self::expand).
-    pub fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
-        match self {
-            Self::Pairs(p) => p.source(cx),
-            Self::Permutation(p) => p.source(cx),
-            Self::Incast(p) => p.source(cx),
-            Self::Poisson(p) => p.source(cx),
-            Self::PartitionAggregate(p) => p.source(cx),
-            Self::Shuffle(p) => p.source(cx),
-            Self::Pulser(p) => p.source(cx),
-            Self::Trace(p) => p.source(cx),
-        }
+        self.flows(&SourceCx::new(hosts, rng, index))
     }
 }
 
@@ -236,7 +244,7 @@ file = "flows.csv""#,
             assert_eq!(g, again, "{back}");
             kinds.push(g.kind());
         }
-        let listed: Vec<&str> = GeneratorSpec::KINDS.iter().map(|(k, _)| *k).collect();
+        let listed: Vec<&str> = GeneratorSpec::KINDS.iter().map(|k| k.name).collect();
         kinds.dedup();
         assert_eq!(kinds, listed);
         let e = toml::from_str::<GeneratorSpec>(

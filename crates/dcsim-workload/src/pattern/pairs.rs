@@ -4,6 +4,7 @@
 use dcsim_engine::Dur;
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::check_host;
 use super::source::{FlowSource, SourceCx, one};
 use crate::{FlowSize, GenFlow};
@@ -57,9 +58,15 @@ pub enum LeaveOrder {
     Lifo,
 }
 
-impl PairsSpec {
+impl Pattern for PairsSpec {
+    const NAME: &'static str = "pairs";
+    const ABOUT: &'static str = concat!(
+        "count flows src+i*src_step -> dst+i*dst_step, staggered starts, ",
+        "join/leave schedule",
+    );
+
     /// The flows, in pair order. Errors are `"field: message"`.
-    pub(crate) fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
+    fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
         let hosts = cx.hosts;
         let mut out = Vec::with_capacity(self.count as usize);
         for i in 0..u64::from(self.count) {
@@ -92,7 +99,7 @@ impl PairsSpec {
     }
 
     /// The flows as a source sorted by start.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         Ok(FlowSource::eager("pairs", self.flows(cx)?))
     }
 }

@@ -8,6 +8,7 @@ use dcsim_engine::{Dur, Rng};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::host_set;
 use super::source::{FlowGenerator, FlowSource, SourceCx, SourceInfo, jitter_of, limits};
 use crate::GenFlow;
@@ -47,9 +48,19 @@ pub struct PartitionAggregateSpec {
     pub until: Option<Dur>,
 }
 
-impl PartitionAggregateSpec {
+impl Pattern for PartitionAggregateSpec {
+    const NAME: &'static str = "partition-aggregate";
+    const ABOUT: &'static str = concat!(
+        "incast queries: degree responders answer a random aggregator; query ",
+        "arrival process, jitter",
+    );
+
+    fn endless(&self) -> bool {
+        self.max_flows.is_none() && self.until.is_none()
+    }
+
     /// Checks the parameters and builds the source. Errors are `"field: message"`.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         let (first, n) = host_set(self.first, self.hosts, cx.hosts, 2)?;
         let size = self
             .response_size

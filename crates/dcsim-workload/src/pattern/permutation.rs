@@ -4,6 +4,7 @@
 use dcsim_engine::Dur;
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::{check_host, derangement};
 use super::source::{FlowSource, SourceCx, jitter_of};
 use crate::{FlowSize, GenFlow};
@@ -30,9 +31,12 @@ pub struct PermutationSpec {
     pub jitter: Dur,
 }
 
-impl PermutationSpec {
+impl Pattern for PermutationSpec {
+    const NAME: &'static str = "permutation";
+    const ABOUT: &'static str = "every host sends one flow to a distinct host (random derangement)";
+
     /// The flows, in sender order. Errors are `"field: message"`.
-    pub(crate) fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
+    fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
         let first = self.first;
         let n = self.hosts.unwrap_or(cx.hosts.saturating_sub(first));
         check_host(
@@ -59,7 +63,7 @@ impl PermutationSpec {
     }
 
     /// The flows as a source sorted by start.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         Ok(FlowSource::eager("permutation", self.flows(cx)?))
     }
 }

@@ -4,6 +4,7 @@
 use dcsim_engine::{ByteSize, Dur, Rng};
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::{Destinations, Endpoints, host_set};
 use super::source::{FlowGenerator, FlowSource, SourceCx, SourceInfo, limits};
 use crate::GenFlow;
@@ -61,9 +62,19 @@ pub struct PoissonSpec {
     pub until: Option<Dur>,
 }
 
-impl PoissonSpec {
+impl Pattern for PoissonSpec {
+    const NAME: &'static str = "poisson";
+    const ABOUT: &'static str = concat!(
+        "Poisson arrivals at a target load, sizes from a CDF or distribution, ",
+        "uniform, inter-rack or permutation destinations",
+    );
+
+    fn endless(&self) -> bool {
+        self.max_flows.is_none() && self.until.is_none()
+    }
+
     /// Checks the parameters and builds the source. Errors are `"field: message"`.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         let (first, n) = host_set(self.first, self.hosts, cx.hosts, 2)?;
         let size = self
             .flow_size

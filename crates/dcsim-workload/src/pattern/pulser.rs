@@ -4,6 +4,7 @@
 use dcsim_engine::{ByteSize, Dur};
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::{Destinations, Endpoints, host_set};
 use super::partition_aggregate::{QueryGen, QueryParams};
 use super::poisson::PoissonGen;
@@ -66,9 +67,19 @@ pub struct PulserSpec {
     pub until: Option<Dur>,
 }
 
-impl PulserSpec {
+impl Pattern for PulserSpec {
+    const NAME: &'static str = "pulser";
+    const ABOUT: &'static str = concat!(
+        "Pulser mix: Poisson 8-32 KB short and 1 MB long flows (30 % of bytes) ",
+        "plus incast of degree 24",
+    );
+
+    fn endless(&self) -> bool {
+        self.max_flows.is_none() && self.until.is_none()
+    }
+
     /// Checks the parameters and builds the source. Errors are `"field: message"`.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         let (first, n) = host_set(self.first, self.hosts, cx.hosts, 2)?;
         let [lo, hi] = self.short_size;
         if lo.bytes() == 0 || lo > hi {

@@ -4,6 +4,7 @@
 use dcsim_engine::{ByteSize, Dur};
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::endpoints::host_set;
 use super::source::{FlowGenerator, FlowSource, Limits, SourceCx, SourceInfo, jitter_of, one};
 use crate::GenFlow;
@@ -35,9 +36,15 @@ pub struct ShuffleSpec {
     pub jitter: Dur,
 }
 
-impl ShuffleSpec {
+impl Pattern for ShuffleSpec {
+    const NAME: &'static str = "shuffle";
+    const ABOUT: &'static str = concat!(
+        "all-to-all: every task sends bytes_per_pair to every task on the other ",
+        "hosts",
+    );
+
     /// Checks the parameters and builds the source. Errors are `"field: message"`.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         let (first, n) = host_set(self.first, self.hosts, cx.hosts, 2)?;
         if self.tasks_per_host == 0 {
             return Err("tasks_per_host: must be at least 1".into());

@@ -16,6 +16,7 @@ use std::path::Path;
 use dcsim_engine::Dur;
 use serde::{Deserialize, Serialize};
 
+use super::Pattern;
 use super::source::{FlowGenerator, FlowSource, SourceCx, SourceInfo, limits};
 use crate::GenFlow;
 
@@ -37,9 +38,12 @@ pub struct TraceSpec {
     pub until: Option<Dur>,
 }
 
-impl TraceSpec {
+impl Pattern for TraceSpec {
+    const NAME: &'static str = "trace";
+    const ABOUT: &'static str = "replay flows from a CSV file start_ns,src,dst,size_bytes";
+
     /// Checks the whole file and opens it for streaming. Errors are `"field: message"`.
-    pub(crate) fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
+    fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         let p = Path::new(&self.file);
         let full = match cx.base_dir {
             Some(d) if p.is_relative() => d.join(p),

@@ -9,8 +9,6 @@ use dcsim_net::qdisc::PortFeatures;
 use dcsim_net::{Graph, HostId, TopologySpec};
 use dcsim_transport::{FlowSpec, TransportSpec};
 
-use crate::controller::ControllerSpec;
-
 use super::{
     ConfigError, FlowKeyword, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams,
     TraceSpec,
@@ -40,8 +38,7 @@ impl ScenarioSpec {
             .map_err(err)?;
         check_sim_times(&spec.sim, &flows).map_err(err)?;
         check_output(&spec, &graph, flows.len()).map_err(err)?;
-        check_controller(&spec, &transports).map_err(err)?;
-        check_fastpass(&spec, &transports, graph.hosts.len() as u32).map_err(err)?;
+        check_services(&spec, &transports, graph.hosts.len() as u32).map_err(err)?;
         if let Some(n) = &spec.name {
             check_name(n).map_err(err)?;
         }
@@ -91,7 +88,7 @@ impl ScenarioSpec {
             }
         }
         // Every flow's record stays in memory until the results are written, and its row
-        // is built then: at most 700 B a flow (README "Reliability"; validation/soak.py
+        // is built then: at most 700 B a flow (docs/reliability.md; validation/soak.py
         // holds runs to it).
         if let Some(limit) = memory_limit()
             && expected_flows * FLOW_BYTES > limit as f64
@@ -124,27 +121,6 @@ pub fn port_by_label(graph: &Graph, label: &str) -> Option<usize> {
     })
 }
 
-/// Checks `[controller]`: its values, that the run has a duration (the controller probes
-/// until the end), and that every exempt class names a transport.
-fn check_controller(spec: &ScenarioSpec, transports: &Transports) -> Result<(), String> {
-    let Some(ControllerSpec::SdnEcn(c)) = &spec.controller else {
-        return Ok(());
-    };
-    c.validate().map_err(|e| format!("controller.{e}"))?;
-    if spec.sim.duration.is_none() {
-        return Err("controller: needs sim.duration (it probes the network until the end)".into());
-    }
-    for name in &c.exempt {
-        if !transports.index_of.contains_key(name) {
-            let known: Vec<&str> = transports.index_of.keys().map(String::as_str).collect();
-            return Err(format!(
-                "controller.exempt: no transport named {name:?} in [transports] (defined: {known:?})"
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The scenario's name names its results folder (`results/<name>`): one plain folder name.
 fn check_name(n: &str) -> Result<(), String> {
     let bad = n.is_empty()
@@ -162,32 +138,20 @@ fn check_name(n: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks Fastpass: one arbiter (one Fastpass configuration), on a host that exists, on a
-/// leaf-spine fabric it can schedule.
-fn check_fastpass(spec: &ScenarioSpec, transports: &Transports, hosts: u32) -> Result<(), String> {
-    let mut configs = transports.specs.iter().filter_map(|t| match t {
-        TransportSpec::Fastpass(c) => Some(c),
-        _ => None,
-    });
-    let Some(first) = configs.next() else {
-        return Ok(());
-    };
-    if configs.any(|c| c != first) {
-        return Err(
-            "transports: every Fastpass transport must have the same settings (one arbiter \
-                    per network)"
-                .into(),
-        );
-    }
-    crate::fastpass::Fabric::of(&spec.topology, first.slot_bytes)?;
-    if let Some(a) = first.arbiter
-        && a >= hosts
-    {
-        return Err(format!(
-            "transport.arbiter: host {a} is out of range (0..{hosts})"
-        ));
-    }
-    Ok(())
+/// Checks what the control-plane services need of the scenario (`[controller]`, the
+/// transports that bring in a service).
+fn check_services(spec: &ScenarioSpec, transports: &Transports, hosts: u32) -> Result<(), String> {
+    let names: Vec<&str> = transports.index_of.keys().map(String::as_str).collect();
+    let index = |name: &str| transports.index_of.get(name).copied();
+    dcsim_control::Services::check(&dcsim_control::CheckCx {
+        transports: &transports.specs,
+        transport_index: &index,
+        transport_names: &names,
+        controller: spec.controller.as_ref(),
+        topology: &spec.topology,
+        hosts,
+        duration: spec.sim.duration,
+    })
 }
 
 /// The scenario's transports in index order (the default first, then the named ones in

@@ -8,7 +8,7 @@ use dcsim_net::qdisc::{Amount, DropTailConfig, EcnConfig, QdiscSpec};
 use dcsim_net::{RoutingSpec, TopologySpec};
 use dcsim_transport::TransportSpec;
 
-use crate::controller::ControllerSpec;
+use dcsim_control::ControllerSpec;
 use dcsim_workload::{FlowSize, GeneratorSpec};
 use serde::{Deserialize, Serialize};
 

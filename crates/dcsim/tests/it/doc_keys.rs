@@ -242,7 +242,7 @@ lead = "10us""#,
     }
     let mut patterns: Vec<String> = GeneratorSpec::KINDS
         .iter()
-        .map(|(kind, _)| table_of("pattern", kind))
+        .map(|k| table_of("pattern", k.name))
         .collect();
     for size in [
         r#"{ cdf_file = "x.cdf", format = "ns2", packet_bytes = "1460B" }"#,
@@ -258,12 +258,9 @@ lead = "10us""#,
         let g: GeneratorSpec = parse("pattern", "pattern", text);
         values.push((format!("pattern {{ {} }}", one_line(text)), json(&g)));
     }
-    values.push((
-        "controller sdn-ecn".into(),
-        json(&dcsim::controller::ControllerSpec::SdnEcn(
-            Default::default(),
-        )),
-    ));
+    for c in dcsim::controller::ControllerSpec::defaults() {
+        values.push((format!("controller {}", c.name()), json(&c)));
+    }
     // A scenario with every optional key of the run, the output and flows set, built.
     let text = r#"
 schema_version = 1

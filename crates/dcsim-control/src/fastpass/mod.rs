@@ -1,6 +1,7 @@
 //! Fastpass in the network (Perry et al., SIGCOMM 2014; docs/protocols/fastpass.md): the
 //! hosts' side of the Fastpass Control Protocol, the arbiter, and the timeslot clock. The
-//! flows' ends are `dcsim_transport::fastpass`; they send one packet when handed a slot.
+//! flows' ends are `dcsim_transport::fastpass`; they send one packet when granted a slot
+//! ([`Grant::Slot`]).
 //!
 //! - **Hosts** keep, per destination, the slots they have asked for in all (`requested`,
 //!   cumulative, so a lost or repeated report does no harm) and the slots granted to them
@@ -33,19 +34,28 @@ use dcsim_arbiter::{
 };
 use dcsim_engine::{Dur, Rng, RngTree, Time};
 use dcsim_net::wire::{MAX_WIRE_BYTES, TCP_MSS_BYTES, wire_bytes};
-use dcsim_net::{
-    Class, FlowId, HostId, IpBits, NetCx, Network, Packet, PacketId, PacketPool, RateStamp,
-    RouteId, TopologySpec,
-};
+use dcsim_net::{Class, FlowId, HostId, IpBits, Network, Packet, RateStamp, RouteId, TopologySpec};
 use dcsim_transport::fastpass::FastpassConfig;
-use dcsim_transport::{FlowCx, FlowSpec, Flows};
+use dcsim_transport::{FlowInfo, Flows, Grant, TransportSpec};
 use rand::RngExt as _;
 use serde_json::{Value, json};
 
-use crate::world::{Event, WorldSched};
+use crate::service::Registered;
+use crate::{BuildCx, CheckCx, Service, ServiceCx, ServiceSched};
 
 /// The flow number control packets carry: no flow has it.
-pub(crate) const FCP_FLOW: FlowId = FlowId(u32::MAX);
+const FCP_FLOW: FlowId = crate::control_flow(<Fastpass as Registered>::INDEX);
+
+/// Fastpass's events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastpassEvent {
+    /// The arbiter allocates its next batch.
+    Tick,
+    /// A host's report timer.
+    Host(u32),
+    /// A host's next granted slot begins.
+    Send(u32),
+}
 
 /// IP + UDP headers of a control packet, and its fixed FCP header.
 const CONTROL_HEADER_BYTES: u32 = 28 + 8;
@@ -60,7 +70,7 @@ const FLAG_REQUEST: u8 = 1;
 const FLAG_GRANT: u8 = 2;
 
 /// What the topology gives Fastpass: the leaf-spine shape, the spines' nodes and the slot.
-pub(crate) struct Fabric {
+struct Fabric {
     /// The arbiter's view: leaves, virtual spines, hosts per leaf.
     clos: Clos,
     /// Virtual spines per physical spine: uplinks this many times faster than host links
@@ -73,7 +83,7 @@ pub(crate) struct Fabric {
 impl Fabric {
     /// Checks that `topology` is a leaf-spine fabric Fastpass can schedule and returns its
     /// shape; the error names the key.
-    pub(crate) fn of(topology: &TopologySpec, slot_bytes: u32) -> Result<(Clos, u32, Dur), String> {
+    fn of(topology: &TopologySpec, slot_bytes: u32) -> Result<(Clos, u32, Dur), String> {
         let TopologySpec::LeafSpine(ls) = topology.resolve()? else {
             return Err(
                 "transport.kind = \"fastpass\" needs topology.kind = \"leaf-spine\" (its arbiter \
@@ -200,7 +210,7 @@ struct Counters {
 }
 
 /// Fastpass: hosts, arbiter and slot clock.
-pub(crate) struct Fastpass {
+pub struct Fastpass {
     cfg: FastpassConfig,
     arbiter: HostId,
     fabric: Fabric,
@@ -249,7 +259,7 @@ pub(crate) struct Fastpass {
 impl Fastpass {
     /// Builds Fastpass for `net`, whose topology is `topology` (checked by the scenario
     /// builder).
-    pub(crate) fn new(
+    fn new(
         cfg: FastpassConfig,
         net: &mut Network,
         topology: &TopologySpec,
@@ -355,16 +365,9 @@ impl Fastpass {
         Time::from_dur(self.batch * b)
     }
 
-    /// Flow `f` (a Fastpass flow) starts at `now`: its host asks for its packets' slots.
-    pub(crate) fn on_flow_start(
-        &mut self,
-        f: FlowId,
-        spec: &FlowSpec,
-        now: Time,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    /// Flow `f` (a Fastpass flow) starts: its host asks for its packets' slots.
+    fn start_flow<S: ServiceSched>(&mut self, f: FlowId, cx: &mut ServiceCx<'_, S>) {
+        let spec = *cx.flows.spec(f);
         let packets = match spec.size_bytes {
             Some(0) => return,
             Some(b) => b.div_ceil(u64::from(TCP_MSS_BYTES)),
@@ -380,34 +383,21 @@ impl Fastpass {
             d.requested = target;
             h.changed = true;
         }
-        self.report(spec.src.0, now, net, pool, sched);
+        self.report(spec.src.0, cx);
     }
 
     /// Sends host `h`'s report if something changed.
-    fn report(
-        &mut self,
-        h: u32,
-        now: Time,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn report<S: ServiceSched>(&mut self, h: u32, cx: &mut ServiceCx<'_, S>) {
         let host = &mut self.hosts[h as usize];
         if !host.changed && host.acks.is_empty() {
             return;
         }
-        self.send_report(h, now, net, pool, sched);
+        self.send_report(h, cx);
     }
 
     /// Sends host `h`'s report now: every destination with demand, every unconfirmed ack.
-    fn send_report(
-        &mut self,
-        h: u32,
-        now: Time,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn send_report<S: ServiceSched>(&mut self, h: u32, cx: &mut ServiceCx<'_, S>) {
+        let now = cx.now;
         let (mut entries, mut acks) = self.take_msg_buffers();
         let host = &mut self.hosts[h as usize];
         entries.extend(
@@ -433,35 +423,18 @@ impl Fastpass {
         self.counters.requests += 1;
         let route = self.up[h as usize];
         let arbiter = self.arbiter;
-        self.send_control(
-            HostId(h),
-            arbiter,
-            route,
-            id,
-            FLAG_REQUEST,
-            payload,
-            now,
-            net,
-            pool,
-            sched,
-        );
+        self.send_control(HostId(h), arbiter, route, id, FLAG_REQUEST, payload, cx);
         let at = now + self.cfg.request_timeout;
         let host = &mut self.hosts[h as usize];
         if host.timer.is_none() {
             host.timer = Some(at);
-            sched.at(at, Event::FastpassHost(h));
+            cx.at(at, FastpassEvent::Host(h));
         }
     }
 
     /// Host `h`'s timer: a report unacknowledged for the request timeout is sent again.
-    pub(crate) fn on_host_timer(
-        &mut self,
-        h: u32,
-        now: Time,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn on_host_timer<S: ServiceSched>(&mut self, h: u32, cx: &mut ServiceCx<'_, S>) {
+        let now = cx.now;
         let timeout = self.cfg.request_timeout;
         let host = &mut self.hosts[h as usize];
         host.timer = None;
@@ -470,27 +443,17 @@ impl Fastpass {
         };
         if sent + timeout > now {
             host.timer = Some(sent + timeout);
-            sched.at(sent + timeout, Event::FastpassHost(h));
+            cx.at(sent + timeout, FastpassEvent::Host(h));
             return;
         }
         // The latest report is overdue: the arbiter has not heard from this host. Repeat
         // the state of now (older reports in flight stay counted for their acks).
         self.counters.request_retransmits += 1;
-        self.send_report(h, now, net, pool, sched);
+        self.send_report(h, cx);
     }
 
     /// A control packet `pkt` arrived at host `at`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn on_control(
-        &mut self,
-        at: HostId,
-        pkt: &Packet,
-        now: Time,
-        flows: &mut Flows,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn on_control<S: ServiceSched>(&mut self, at: HostId, pkt: &Packet, cx: &mut ServiceCx<'_, S>) {
         self.counters.control_packets_delivered += 1;
         let id = pkt.seq as u32;
         let msg = std::mem::replace(&mut self.msgs[id as usize], Msg::Free);
@@ -512,7 +475,7 @@ impl Fastpass {
                 acks,
             } => {
                 debug_assert_eq!(at, self.arbiter);
-                self.on_request(host, seq, &entries, &acks, now, sched);
+                self.on_request(host, seq, &entries, &acks, cx);
                 self.recycle(entries, acks);
             }
             Msg::Grant {
@@ -520,7 +483,7 @@ impl Fastpass {
                 req_ack,
                 entries,
             } => {
-                self.on_grant(at.0, gid, req_ack, &entries, now, flows, net, pool, sched);
+                self.on_grant(at.0, gid, req_ack, &entries, cx);
                 self.recycle_grant(entries);
             }
             Msg::Free => unreachable!("a control packet's message was freed twice"),
@@ -528,14 +491,13 @@ impl Fastpass {
     }
 
     /// The arbiter reads a report.
-    fn on_request(
+    fn on_request<S: ServiceSched>(
         &mut self,
         host: u32,
         seq: u64,
         entries: &[(u32, u64)],
         acks: &[u32],
-        now: Time,
-        sched: &mut impl WorldSched,
+        cx: &mut ServiceCx<'_, S>,
     ) {
         let n = self.hosts_n as usize;
         for &(dst, cum) in entries {
@@ -560,31 +522,26 @@ impl Fastpass {
         }
         self.req_seen[host as usize] = self.req_seen[host as usize].max(seq);
         self.ack_due[host as usize] = true;
-        self.start_ticking(now, sched);
+        self.start_ticking(cx);
     }
 
     /// Schedules the arbiter's next tick if it is idle.
-    fn start_ticking(&mut self, now: Time, sched: &mut impl WorldSched) {
+    fn start_ticking<S: ServiceSched>(&mut self, cx: &mut ServiceCx<'_, S>) {
         if self.ticking {
             return;
         }
         self.ticking = true;
         // The first batch whose tick is not in the past; the allocator's next batch maps
         // to it.
-        let b = now.as_ps().div_ceil(self.batch.as_ps());
+        let b = cx.now.as_ps().div_ceil(self.batch.as_ps());
         self.batch_offset = b - self.alloc.next_batch();
-        sched.at(self.tick_time(b), Event::FastpassTick);
+        cx.at(self.tick_time(b), FastpassEvent::Tick);
     }
 
     /// The arbiter's tick: time out unacknowledged grants, allocate the batch that begins
     /// `lead` from now, assign spines, send grants and acknowledgements.
-    pub(crate) fn on_tick(
-        &mut self,
-        now: Time,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn on_tick<S: ServiceSched>(&mut self, cx: &mut ServiceCx<'_, S>) {
+        let now = cx.now;
         // Lost grants: their slots are demanded again.
         while let Some(&g) = self.unacked.front() {
             let s = &self.sent[g as usize];
@@ -694,40 +651,25 @@ impl Fastpass {
                 entries,
             });
             let (route, arbiter) = (self.down[h as usize], self.arbiter);
-            self.send_control(
-                arbiter,
-                HostId(h),
-                route,
-                id,
-                FLAG_GRANT,
-                payload,
-                now,
-                net,
-                pool,
-                sched,
-            );
+            self.send_control(arbiter, HostId(h), route, id, FLAG_GRANT, payload, cx);
         }
         if self.alloc.outstanding_slots() > 0 || !self.unacked.is_empty() {
-            sched.at(now + self.batch, Event::FastpassTick);
+            cx.at(now + self.batch, FastpassEvent::Tick);
         } else {
             self.ticking = false;
         }
     }
 
     /// Host `h` reads a grant.
-    #[allow(clippy::too_many_arguments)]
-    fn on_grant(
+    fn on_grant<S: ServiceSched>(
         &mut self,
         h: u32,
         gid: u32,
         req_ack: u64,
         entries: &[(u64, u32, u32)],
-        now: Time,
-        flows: &mut Flows,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
+        cx: &mut ServiceCx<'_, S>,
     ) {
+        let now = cx.now;
         let cap = u64::from(self.cfg.max_outstanding);
         let n = self.hosts_n as usize;
         let stride = self.fabric.spines.len() + 1;
@@ -795,9 +737,10 @@ impl Fastpass {
             let k = (h as usize * n + dst as usize) * stride + spine as usize;
             if self.routes[k] == RouteId::NONE {
                 self.routes[k] = if spine as usize == self.fabric.spines.len() {
-                    net.ecmp_route(0, HostId(h), HostId(dst))
+                    cx.net.ecmp_route(0, HostId(h), HostId(dst))
                 } else {
-                    net.route_via(HostId(h), HostId(dst), self.fabric.spines[spine as usize])
+                    cx.net
+                        .route_via(HostId(h), HostId(dst), self.fabric.spines[spine as usize])
                         .expect("every spine reaches every leaf")
                 };
             }
@@ -821,44 +764,29 @@ impl Fastpass {
                 host.changed = true;
             }
         }
-        self.arm_tx(h, now, flows, net, pool, sched);
-        self.report(h, now, net, pool, sched);
+        self.arm_tx(h, cx);
+        self.report(h, cx);
     }
 
     /// Makes sure host `h`'s next granted send is scheduled.
-    fn arm_tx(
-        &mut self,
-        h: u32,
-        now: Time,
-        flows: &mut Flows,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn arm_tx<S: ServiceSched>(&mut self, h: u32, cx: &mut ServiceCx<'_, S>) {
         let host = &mut self.hosts[h as usize];
         if host.tx_armed {
             return;
         }
         if let Some(&(t, _, _)) = host.tx.front() {
             host.tx_armed = true;
-            if t <= now {
-                self.on_send(h, now, flows, net, pool, sched);
+            if t <= cx.now {
+                self.on_send(h, cx);
             } else {
-                sched.at(t, Event::FastpassSend(h));
+                cx.at(t, FastpassEvent::Send(h));
             }
         }
     }
 
     /// Host `h`'s granted slot begins: its flow sends one packet on the granted route.
-    pub(crate) fn on_send(
-        &mut self,
-        h: u32,
-        now: Time,
-        flows: &mut Flows,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
-    ) {
+    fn on_send<S: ServiceSched>(&mut self, h: u32, cx: &mut ServiceCx<'_, S>) {
+        let now = cx.now;
         let host = &mut self.hosts[h as usize];
         host.tx_armed = false;
         while let Some(&(t, f, route)) = host.tx.front() {
@@ -867,23 +795,18 @@ impl Fastpass {
             }
             debug_assert_eq!(t, now, "a packet sent outside its slot");
             host.tx.pop_front();
-            let mut fcx = FlowCx {
-                now,
-                pool,
-                net,
-                sched,
-            };
-            flows.grant_slot(f, route, &mut fcx);
+            let (flows, mut fcx) = cx.flows();
+            flows.grant(f, Grant::Slot(route), &mut fcx);
         }
         let host = &mut self.hosts[h as usize];
         if let Some(&(t, _, _)) = host.tx.front() {
             host.tx_armed = true;
-            sched.at(t, Event::FastpassSend(h));
+            cx.at(t, FastpassEvent::Send(h));
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn send_control(
+    fn send_control<S: ServiceSched>(
         &mut self,
         from: HostId,
         to: HostId,
@@ -891,17 +814,14 @@ impl Fastpass {
         msg: u32,
         flags: u8,
         payload: u32,
-        now: Time,
-        net: &mut Network,
-        pool: &mut PacketPool,
-        sched: &mut impl WorldSched,
+        cx: &mut ServiceCx<'_, S>,
     ) {
         let wire = wire_bytes(payload);
         self.counters.control_wire_bytes += u64::from(wire);
-        let id: PacketId = pool.alloc(Packet {
+        let pkt = Packet {
             seq: u64::from(msg),
             ack: 0,
-            sent_at: now,
+            sent_at: cx.now,
             echo: Time::ZERO,
             rate: RateStamp::NONE,
             queue_delay_ns: 0,
@@ -915,9 +835,8 @@ impl Fastpass {
             class: Class::Control,
             ip: IpBits::NOT_ECT,
             flags,
-        });
-        let mut cx = NetCx { now, pool, sched };
-        net.send(from, id, &mut cx);
+        };
+        cx.send(from, pkt);
     }
 
     fn store(&mut self, m: Msg) -> u32 {
@@ -947,14 +866,9 @@ impl Fastpass {
         self.grant_pool.push(entries);
     }
 
-    /// Control packets delivered (the flow table counts the others).
-    pub(crate) fn control_delivered(&self) -> u64 {
-        self.counters.control_packets_delivered
-    }
-
     /// Figures for summary.json (the arbiter's compute time is wall-clock time measured on
     /// the side: it varies from run to run).
-    pub(crate) fn summary(&self, data_wire_bytes: u64) -> Value {
+    fn summary_with(&self, data_wire_bytes: u64) -> Value {
         let c = &self.counters;
         let slots = c.slots_granted.max(1);
         json!({
@@ -977,5 +891,90 @@ impl Fastpass {
             "arbiter_compute_ns_per_slot": c.compute_ns as f64 / slots as f64,
             "arbiter_compute_ns_per_batch": c.compute_ns as f64 / c.batches.max(1) as f64,
         })
+    }
+}
+
+impl Service for Fastpass {
+    type Event = FastpassEvent;
+    const SUMMARY_KEY: &'static str = "fastpass";
+    const CONFIGURED_BY: &'static str = "transport \"fastpass\"";
+
+    /// One arbiter (one Fastpass configuration), on a host that exists, on a leaf-spine
+    /// fabric it can schedule.
+    fn check(cx: &CheckCx<'_>) -> Result<(), String> {
+        let mut configs = cx.transports.iter().filter_map(|t| match t {
+            TransportSpec::Fastpass(c) => Some(c),
+            _ => None,
+        });
+        let Some(first) = configs.next() else {
+            return Ok(());
+        };
+        if configs.any(|c| c != first) {
+            return Err(
+                "transports: every Fastpass transport must have the same settings (one arbiter \
+                 per network)"
+                    .into(),
+            );
+        }
+        Fabric::of(cx.topology, first.slot_bytes)?;
+        if let Some(a) = first.arbiter
+            && a >= cx.hosts
+        {
+            return Err(format!(
+                "transport.arbiter: host {a} is out of range (0..{})",
+                cx.hosts
+            ));
+        }
+        Ok(())
+    }
+
+    fn build<S: ServiceSched>(cx: &mut BuildCx<'_, S>) -> Result<Option<Self>, String> {
+        let Some(cfg) = cx.transports.iter().find_map(|t| match t {
+            TransportSpec::Fastpass(c) => Some(c.clone()),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        Self::new(cfg, cx.net, cx.topology, cx.rng).map(Some)
+    }
+
+    fn on_event<S: ServiceSched>(&mut self, ev: FastpassEvent, cx: &mut ServiceCx<'_, S>) {
+        match ev {
+            FastpassEvent::Tick => self.on_tick(cx),
+            FastpassEvent::Host(h) => self.on_host_timer(h, cx),
+            FastpassEvent::Send(h) => self.on_send(h, cx),
+        }
+    }
+
+    fn on_flow_start<S: ServiceSched>(&mut self, info: &FlowInfo, cx: &mut ServiceCx<'_, S>) {
+        if matches!(cx.flows.transport_of(info.flow), TransportSpec::Fastpass(_)) {
+            self.start_flow(info.flow, cx);
+        }
+    }
+
+    fn on_packet<S: ServiceSched>(
+        &mut self,
+        host: HostId,
+        pkt: &Packet,
+        cx: &mut ServiceCx<'_, S>,
+    ) {
+        self.on_control(host, pkt, cx);
+    }
+
+    /// Control packets delivered (the flow table counts the others).
+    fn packets_delivered(&self) -> u64 {
+        self.counters.control_packets_delivered
+    }
+
+    /// Control traffic, slots, the arbiter's compute time (wall clock), and the control
+    /// overhead against the data bytes the hosts sent.
+    fn summary(&self, net: &Network, _flows: &Flows) -> Value {
+        let data: u64 = net
+            .ports()
+            .iter()
+            .filter(|p| !net.is_switch(p.node()))
+            .map(|p| p.stats().tx_bytes[Class::Data as usize])
+            .sum();
+        self.summary_with(data)
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! | [`Architecture`] | threads | what moves between cores |
 //! |---|---|---|
-//! | `Serial` | 1 | nothing: the deterministic [`Allocator`](crate::Allocator) |
+//! | `Serial` | 1 | nothing: the deterministic [`Allocator`](dcsim_arbiter::Allocator) |
 //! | `Pipelined` | k | demands, thread to thread; each thread owns every k-th batch |
 //! | `Parallel` | k | nothing but claim bitmaps; threads share a batch and reconcile conflicts |
 //! | `Shuffle` | k | demands in small bins, backlog to alloc to post-alloc stage, permuted |
@@ -24,11 +24,10 @@ use std::ops::Range;
 use std::str::FromStr;
 use std::time::Duration;
 
+use dcsim_arbiter::{Allocation, AllocatorConfig, ConfigError, Grant, Timeslot};
 use serde::{Deserialize, Serialize};
 
-use crate::allocator::{AllocatorConfig, ConfigError};
 use crate::trace::{Feed, Trace, source_groups};
-use crate::types::{Allocation, Grant, Timeslot};
 
 /// A way of spreading allocation over cores; see the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -27,14 +27,12 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender, unbounded};
+use dcsim_arbiter::Grant;
+use dcsim_arbiter::internals::{Backlog, SlotBitmaps, lowest_bits};
 
 use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
-use crate::backlog::Backlog;
-use crate::bitmap::SlotBitmaps;
-use crate::isa::lowest_bits;
 use crate::trace::{Feed, FeedPart};
-use crate::types::Grant;
 use dcsim_engine::splitmix;
 
 /// Requests per bin: 3 x 16 bytes plus the header fill one 64-byte cache line.

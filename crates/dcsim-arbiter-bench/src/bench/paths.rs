@@ -13,13 +13,13 @@
 //! threads, thread `i` routes slots `i, i + k, ...` with its own [`PathAssigner`]. Each row is
 //! measured for every thread count of the benchmark.
 
+use dcsim_arbiter::path::{Clos, Path, PathAssigner, PathError, verify_paths};
+use dcsim_arbiter::{MTU_BYTES, NodeId, TIMESLOT_NS};
 use serde::{Deserialize, Serialize};
 
 use super::{BenchConfig, BenchError};
 use crate::engine::{Architecture, Collect, Engine, EngineConfig};
-use crate::path::{Clos, Path, PathAssigner, PathError, verify_paths};
 use crate::trace::Trace;
-use crate::types::{MTU_BYTES, NodeId, TIMESLOT_NS};
 
 /// Offered load of the schedule that is routed.
 pub const LOAD: f64 = 0.9;

@@ -25,12 +25,10 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender, bounded};
+use dcsim_arbiter::internals::{Backlog, SlotBitmaps, allocate_dyn};
 
 use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
-use crate::allocator::allocate_dyn;
-use crate::backlog::Backlog;
-use crate::bitmap::SlotBitmaps;
 use crate::trace::{Feed, FeedPart};
 
 /// Receive bitmaps of one destination group, passed from thread to thread.
@@ -90,7 +88,7 @@ struct Worker<'a> {
     blocks: Vec<Backlog>,
     tx: SlotBitmaps,
     token: Option<Token>,
-    grants: Vec<crate::types::Grant>,
+    grants: Vec<dcsim_arbiter::Grant>,
     col: Collector,
 }
 

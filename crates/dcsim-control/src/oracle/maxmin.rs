@@ -1,5 +1,5 @@
 //! Max-min fair rates over shared links (water-filling), kept up to date as flows come and
-//! go: the allocation an ideal transport with a global view would give (issue 18's Ideal
+//! go: the allocation an ideal transport with a global view would give (the Ideal
 //! scheme).
 //!
 //! Progressive filling: the link with the smallest fair share (remaining capacity / flows

@@ -1,6 +1,4 @@
-//! Central controllers that run inside the simulation (`[controller]` in a scenario).
-//!
-//! `kind = "sdn-ecn"`: the SDN ECN controller of the central-control thesis
+//! `[controller] kind = "sdn-ecn"`: the SDN ECN controller of the central-control thesis
 //! (`docs/protocols/sdn-ecn.md`). Every probe interval it reads each switch port's byte
 //! counter (OpenFlow port statistics) and each flow's byte counter, computes every switch
 //! link's utilization over the interval, and for each link above the threshold installs
@@ -12,16 +10,12 @@
 
 use dcsim_engine::{Dur, Time};
 use dcsim_net::{FlowId, Network, PortId, RouteId};
-use dcsim_transport::Flows;
+use dcsim_transport::{FlowInfo, Flows};
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-/// A controller as written in a scenario.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum ControllerSpec {
-    /// The SDN ECN controller.
-    SdnEcn(SdnEcnConfig),
-}
+use crate::controller::ControllerConfig;
+use crate::{BuildCx, CheckCx, ControllerSpec, Service, ServiceCx, ServiceSched};
 
 /// Parameters of the SDN ECN controller; defaults from the thesis where it gives them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,9 +77,13 @@ impl Default for SdnEcnConfig {
     }
 }
 
-impl SdnEcnConfig {
+impl ControllerConfig for SdnEcnConfig {
+    const NAME: &'static str = "sdn-ecn";
+    const ABOUT: &'static str = "polls switch port counters and marks ECN on the fastest flows of congested \
+         links with timed rules (docs/protocols/sdn-ecn.md)";
+
     /// Checks the values; the error names the key (relative to `[controller]`).
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         if self.probe_interval == Dur::ZERO {
             return Err("probe_interval: must be greater than zero".into());
         }
@@ -116,7 +114,9 @@ impl SdnEcnConfig {
         }
         Ok(())
     }
+}
 
+impl SdnEcnConfig {
     /// The fraction of a link's flows to mark at utilization `util`: 0 up to the
     /// threshold, then linear to `max_fraction` at 1 (and no more above).
     pub fn fraction(&self, util: f64) -> f64 {
@@ -141,7 +141,7 @@ impl SdnEcnConfig {
 }
 
 /// The running controller.
-pub(crate) struct Controller {
+pub struct SdnEcn {
     cfg: SdnEcnConfig,
     /// Per transport index: whether its flows are exempt.
     exempt: Vec<bool>,
@@ -158,14 +158,23 @@ pub(crate) struct Controller {
     on_port: Vec<(u32, f64, FlowId, bool)>,
     group: Vec<(f64, FlowId, bool)>,
     picked: Vec<FlowId>,
-    /// Figures for the summary.
-    pub probes: u64,
-    pub congested: u64,
-    pub rules: u64,
+    // Figures for the summary.
+    probes: u64,
+    congested: u64,
+    rules: u64,
 }
 
-impl Controller {
-    pub(crate) fn new(cfg: SdnEcnConfig, exempt: Vec<bool>, ports: usize) -> Self {
+/// The controller's events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdnEcnEvent {
+    /// Read the network's statistics.
+    Probe,
+    /// The rules decided at the last probe take effect.
+    Apply,
+}
+
+impl SdnEcn {
+    fn new(cfg: SdnEcnConfig, exempt: Vec<bool>, ports: usize) -> Self {
         Self {
             cfg,
             exempt,
@@ -184,15 +193,8 @@ impl Controller {
         }
     }
 
-    pub(crate) fn probe_interval(&self) -> Dur {
-        self.cfg.probe_interval
-    }
-    pub(crate) fn control_delay(&self) -> Dur {
-        self.cfg.control_delay
-    }
-
     /// Flow `f` started on route `fwd`.
-    pub(crate) fn on_start(&mut self, f: FlowId, fwd: RouteId) {
+    fn on_start(&mut self, f: FlowId, fwd: RouteId) {
         if self.routes.len() <= f.index() {
             self.routes.resize(f.index() + 1, RouteId::NONE);
             self.last_bytes.resize(f.index() + 1, 0);
@@ -201,7 +203,7 @@ impl Controller {
     }
 
     /// Reads the statistics at `now` and decides the rules (installed by [`Self::apply`]).
-    pub(crate) fn probe(&mut self, now: Time, net: &Network, flows: &Flows) {
+    fn probe(&mut self, now: Time, net: &Network, flows: &Flows) {
         self.probes += 1;
         let secs = (now - self.last_probe).as_secs_f64();
         self.last_probe = now;
@@ -253,7 +255,7 @@ impl Controller {
     }
 
     /// Installs the rules decided at the last probe; returns how many.
-    pub(crate) fn apply(&mut self, now: Time, net: &mut Network) -> usize {
+    fn apply(&mut self, now: Time, net: &mut Network) -> usize {
         let n = self.pending.len();
         for (port, flow) in self.pending.drain(..) {
             net.install_mark_rule(
@@ -266,6 +268,88 @@ impl Controller {
         }
         self.rules += n as u64;
         n
+    }
+}
+
+impl Service for SdnEcn {
+    type Event = SdnEcnEvent;
+    const SUMMARY_KEY: &'static str = "controller";
+    const CONFIGURED_BY: &'static str = "[controller]";
+
+    /// Its values, that the run has a duration (the controller probes until the end), and
+    /// that every exempt class names a transport.
+    fn check(cx: &CheckCx<'_>) -> Result<(), String> {
+        let Some(ControllerSpec::SdnEcn(c)) = cx.controller else {
+            return Ok(());
+        };
+        c.validate().map_err(|e| format!("controller.{e}"))?;
+        if cx.duration.is_none() {
+            return Err(
+                "controller: needs sim.duration (it probes the network until the end)".into(),
+            );
+        }
+        for name in &c.exempt {
+            if (cx.transport_index)(name).is_none() {
+                return Err(format!(
+                    "controller.exempt: no transport named {name:?} in [transports] (defined: {:?})",
+                    cx.transport_names
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn build<S: ServiceSched>(cx: &mut BuildCx<'_, S>) -> Result<Option<Self>, String> {
+        let Some(ControllerSpec::SdnEcn(cfg)) = cx.controller else {
+            return Ok(None);
+        };
+        let exempt = (0..cx.transports.len())
+            .map(|i| {
+                cfg.exempt
+                    .iter()
+                    .any(|name| (cx.transport_index)(name) == Some(i as u32))
+            })
+            .collect();
+        let c = Self::new(cfg.clone(), exempt, cx.net.ports().len());
+        crate::at(
+            cx.sched,
+            Time::from_dur(c.cfg.probe_interval),
+            SdnEcnEvent::Probe,
+        );
+        Ok(Some(c))
+    }
+
+    fn on_event<S: ServiceSched>(&mut self, ev: SdnEcnEvent, cx: &mut ServiceCx<'_, S>) {
+        let now = cx.now;
+        match ev {
+            SdnEcnEvent::Probe => {
+                self.probe(now, cx.net, cx.flows);
+                let (every, delay) = (self.cfg.probe_interval, self.cfg.control_delay);
+                if delay == Dur::ZERO {
+                    self.apply(now, cx.net);
+                } else {
+                    cx.at(now + delay, SdnEcnEvent::Apply);
+                }
+                cx.at(now + every, SdnEcnEvent::Probe);
+            }
+            SdnEcnEvent::Apply => {
+                self.apply(now, cx.net);
+            }
+        }
+    }
+
+    fn on_flow_start<S: ServiceSched>(&mut self, info: &FlowInfo, _cx: &mut ServiceCx<'_, S>) {
+        self.on_start(info.flow, info.fwd);
+    }
+
+    /// Probes, congested links seen, rules installed, packets its rules marked.
+    fn summary(&self, net: &Network, _flows: &Flows) -> Value {
+        json!({
+            "probes": self.probes,
+            "congested_link_probes": self.congested,
+            "rules_installed": self.rules,
+            "packets_marked": net.mark_rules().marked,
+        })
     }
 }
 

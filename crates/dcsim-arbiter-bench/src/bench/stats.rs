@@ -22,12 +22,12 @@
 
 use std::collections::BTreeMap;
 
+use dcsim_arbiter::TIMESLOT_NS;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::RunOutput;
 use crate::trace::{Trace, batch_of};
-use crate::types::TIMESLOT_NS;
 
 /// Batches per fairness window (512 slots, about 0.6 ms at 64-slot batches): long enough for
 /// batch-mode pairs to take turns, short enough that pairs contend throughout.
@@ -97,7 +97,7 @@ pub(crate) fn analyse(
     for &(b, g) in &out.grants {
         if let Some(p) = pairs.get_mut(&(g.src, g.dst)) {
             p.slots
-                .extend(g.slots(crate::types::Timeslot(b * bs)).map(|s| s.0));
+                .extend(g.slots(dcsim_arbiter::Timeslot(b * bs)).map(|s| s.0));
         }
     }
     let mut hist =

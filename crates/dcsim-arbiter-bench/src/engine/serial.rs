@@ -2,8 +2,9 @@
 
 use std::time::Instant;
 
+use dcsim_arbiter::Allocator;
+
 use super::{Collector, EngineConfig};
-use crate::allocator::Allocator;
 use crate::trace::Feed;
 
 /// Runs the deterministic allocator over `feed` on the calling thread.

@@ -20,12 +20,12 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use dcsim_arbiter::Grant;
+use dcsim_arbiter::internals::{Backlog, SlotBitmaps};
+
 use super::sync::SpinBarrier;
 use super::{Collector, EngineConfig};
-use crate::backlog::Backlog;
-use crate::bitmap::SlotBitmaps;
 use crate::trace::Feed;
-use crate::types::Grant;
 
 pub(super) fn run(cfg: &EngineConfig, k: usize, words: usize, feed: &Feed) -> Vec<Collector> {
     let n = cfg.allocator.nodes as usize;

@@ -30,13 +30,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender, unbounded};
+use dcsim_arbiter::Grant;
+use dcsim_arbiter::internals::{Entry, SlotBitmaps, serve, sweep_filtered};
 
 use super::sync::recv_spin;
 use super::{Collector, EngineConfig};
-use crate::backlog::{Entry, serve, sweep_filtered};
-use crate::bitmap::SlotBitmaps;
 use crate::trace::Feed;
-use crate::types::Grant;
 
 /// Entries per message between threads.
 const CHUNK: usize = 256;

@@ -1,7 +1,8 @@
 //! Every architecture produces a valid schedule that serves all demand.
 
+use dcsim_arbiter::Timeslot;
 use dcsim_arbiter::check::ScheduleChecker;
-use dcsim_arbiter::{Architecture, Collect, Engine, EngineConfig, RunOutput, Timeslot, bench};
+use dcsim_arbiter_bench::{Architecture, Collect, Engine, EngineConfig, RunOutput, bench};
 
 /// Runs `arch` on a random trace at `load` for `arrive` batches plus `drain` batches without
 /// arrivals, checks every batch with the independent checker, checks that everything was

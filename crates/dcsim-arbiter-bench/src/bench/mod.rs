@@ -43,16 +43,15 @@ mod generate;
 mod paths;
 mod stats;
 
+use dcsim_arbiter::{ConfigError, Fairness, MAX_NODES, MTU_BYTES, TIMESLOT_NS, UNIT_LINK_BPS};
 use dcsim_engine::splitmix;
 use serde::{Deserialize, Serialize};
 
 pub use paths::{LOAD as PATH_LOAD, PathRow, clos_for};
 pub use stats::{FAIR_WINDOW, Fairness as FairnessStats, Latency};
 
-use crate::allocator::{ConfigError, Fairness};
 use crate::engine::{Architecture, Collect, Engine, EngineConfig};
 use crate::trace::{Feed, Trace};
-use crate::types::{MAX_NODES, MTU_BYTES, TIMESLOT_NS, UNIT_LINK_BPS};
 
 /// What to measure; see the module docs. `Default` is the full benchmark.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,7 +99,7 @@ pub struct BenchConfig {
     /// Default 0.8; `None` skips it.
     pub contention_load: Option<f64>,
     /// Run the allocation pass with baseline instructions even where the CPU has a fast BMI2
-    /// `pdep` ([`crate::AllocatorConfig::portable_pass`]). Default false.
+    /// `pdep` ([`dcsim_arbiter::AllocatorConfig::portable_pass`]). Default false.
     pub portable_pass: bool,
     /// Quick mode: overrides the above with a few-second configuration (256 nodes, 5 ms runs,
     /// one run per trial, resolution 1/16), for CI and smoke tests.
@@ -681,9 +680,9 @@ fn machine(cfg: &BenchConfig) -> Machine {
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         cpu_model,
         release_build: !cfg!(debug_assertions),
-        pass: crate::AllocatorConfig {
+        pass: dcsim_arbiter::AllocatorConfig {
             portable_pass: cfg.portable_pass,
-            ..crate::AllocatorConfig::new(2)
+            ..dcsim_arbiter::AllocatorConfig::new(2)
         }
         .isa()
         .name()

@@ -10,8 +10,7 @@
 
 use std::ops::Range;
 
-use crate::backlog::DemandError;
-use crate::types::{Demand, NodeId};
+use dcsim_arbiter::{Demand, DemandError, NodeId};
 
 /// One demand of a trace in compact form (8 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! Allocator stress benchmark: finds the highest load each architecture sustains.
 //!
 //! ```text
-//! cargo run --release -p dcsim-arbiter --example arbiter_bench -- --quick
-//! cargo run --release -p dcsim-arbiter --example arbiter_bench -- \
+//! cargo run --release -p dcsim-arbiter-bench --example arbiter_bench -- --quick
+//! cargo run --release -p dcsim-arbiter-bench --example arbiter_bench -- \
 //!     --nodes 1024 --arch serial,ring,pipelined --threads 1,2 --json out.json
 //! ```
 //!
@@ -11,7 +11,7 @@
 //! the full report as JSON with `--json`. `--quick` finishes in a few seconds.
 
 use dcsim_arbiter::Fairness;
-use dcsim_arbiter::bench::{self, BenchConfig};
+use dcsim_arbiter_bench::bench::{self, BenchConfig};
 
 fn main() {
     let mut cfg = BenchConfig::default();
