@@ -19,7 +19,7 @@ use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, Packet, PacketPool, Ro
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::flows::FlowRecord;
+use crate::record::FlowRecord;
 
 /// Events of the transport layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,7 +249,7 @@ pub trait Transport: Sized {
     fn open(cfg: &Self::Config, flow: &FlowInfo, rng: &RngTree) -> (Self::Sender, Self::Receiver);
     /// Names of the per-flow counters the transport reports in
     /// [`FlowRecord::counters`] (columns of `flows.csv`; at most
-    /// [`MAX_FLOW_COUNTERS`](crate::flows::MAX_FLOW_COUNTERS), and unique across all
+    /// [`MAX_FLOW_COUNTERS`](crate::record::MAX_FLOW_COUNTERS), and unique across all
     /// registered transports).
     const FLOW_COUNTERS: &'static [&'static str] = &[];
     /// Copies the flow's retransmissions and [`Transport::FLOW_COUNTERS`] into its record

@@ -18,8 +18,8 @@ use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp};
 use serde::{Deserialize, Serialize};
 
 use crate::endpoint::{EndpointCx, FlowInfo, Grant, Needs, PacketFormat, Sched, Sender, Transport};
-use crate::flows::FlowRecord;
 use crate::ideal::CountingReceiver;
+use crate::record::FlowRecord;
 
 /// Fastpass parameters: where the arbiter is and how the control protocol behaves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

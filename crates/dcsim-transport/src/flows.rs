@@ -13,6 +13,7 @@ use crate::endpoint::{
     EndpointCx, FlowCx, FlowInfo, FlowShared, Grant, Receiver, Sched, Sender, Side, TimerKey,
     Transport,
 };
+use crate::record::FlowRecord;
 use crate::{Conn, HostStates, TransportSpec, with_pair};
 
 /// A flow to simulate.
@@ -30,27 +31,6 @@ pub struct FlowSpec {
     pub stop: Option<Time>,
     /// Index of the transport in the flow table's transport list.
     pub transport: u32,
-}
-
-/// The most per-flow counters a transport can report ([`Transport::FLOW_COUNTERS`]).
-pub const MAX_FLOW_COUNTERS: usize = 4;
-
-/// What is known about a flow, for results.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FlowRecord {
-    /// When the receiver held every byte.
-    pub end: Option<Time>,
-    /// Completion time alone on its path at line rate (computed by the caller).
-    pub ideal_fct: Option<Dur>,
-    /// Bytes the receiver holds in order (kept when the connection is dropped).
-    pub delivered_bytes: u64,
-    /// Bytes the flow ended up sending, when a stop time cut it short.
-    pub sent_bytes_at_stop: Option<u64>,
-    /// Packets sent again (however the transport recovers losses).
-    pub retransmits: u64,
-    /// The transport's own counters, in the order of its [`Transport::FLOW_COUNTERS`]
-    /// (TCP: timeouts; ExpressPass: credits sent and wasted).
-    pub counters: [u64; MAX_FLOW_COUNTERS],
 }
 
 /// Both ends of one flow of transport `T`, and what they share.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::endpoint::{
     EndpointCx, FlowInfo, Grant, Needs, PacketFormat, Receiver, Sched, Sender, Transport,
 };
-use crate::flows::FlowRecord;
+use crate::record::FlowRecord;
 
 /// Ideal parameters (none yet; `kind = "ideal"`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

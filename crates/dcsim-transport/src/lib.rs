@@ -17,6 +17,7 @@ pub mod fastpass;
 mod flows;
 pub mod ideal;
 mod ranges;
+mod record;
 pub mod tcp;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
@@ -33,7 +34,8 @@ pub use endpoint::{
     EndpointCx, FlowCx, FlowEvent, FlowInfo, FlowShared, Grant, Needs, PacketFormat, Receiver,
     Sched, Sender, Side, TcpView, TimerKey, TraceHeader, Transport,
 };
-pub use flows::{FlowRecord, FlowSpec, Flows, MAX_FLOW_COUNTERS};
+pub use flows::{FlowSpec, Flows};
+pub use record::{FlowRecord, MAX_FLOW_COUNTERS};
 pub use tcp::{TcpConfig, TcpProfile};
 
 use flows::Pair;
@@ -134,7 +136,7 @@ macro_rules! transports {
         }
 
         $(const _: () = assert!(
-            <$T as Transport>::FLOW_COUNTERS.len() <= flows::MAX_FLOW_COUNTERS,
+            <$T as Transport>::FLOW_COUNTERS.len() <= record::MAX_FLOW_COUNTERS,
             "a transport reports more per-flow counters than a record holds"
         );)+
 

@@ -45,6 +45,7 @@
 mod events;
 mod ideal;
 mod results;
+mod samplers;
 mod scenario;
 pub mod split;
 pub mod trace;

@@ -15,7 +15,8 @@ use dcsim_net::{Class, FlowId, PortId};
 use dcsim_transport::TransportSpec;
 use serde_json::{Value, json};
 
-use crate::world::{RunStats, World, port_label};
+use crate::samplers::port_label;
+use crate::world::{RunStats, World};
 
 /// Everything a run produced.
 pub struct Results {

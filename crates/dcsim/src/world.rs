@@ -1,6 +1,5 @@
 //! The world: every component of one simulation, owned in one place, and the event loop.
 
-use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::time::Instant;
 
@@ -13,13 +12,12 @@ use dcsim_net::{
 use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows};
 use dcsim_workload::FlowSource;
 
-use hdrhistogram::Histogram;
-
 use crate::events::EventLog;
 use crate::ideal::ideal_fct;
+use crate::samplers::{Occupancy, Sampler};
 use crate::trace::Tracer;
 
-use crate::scenario::{ConfigError, FlowKeyword, FlowSelection, Scenario, port_by_label};
+use crate::scenario::{ConfigError, Scenario};
 
 /// Every event of a simulation: the sum of the layers' events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,21 +108,6 @@ pub struct RunStats {
     pub sched: SchedStats,
 }
 
-pub(crate) struct Sampler {
-    pub every: Dur,
-    /// Every flow, including those generated later (`flows = "all"`).
-    pub all_flows: bool,
-    pub flows: Vec<FlowId>,
-    pub cwnd: bool,
-    pub ports: Vec<(PortId, String)>,
-    pub last_bytes: Vec<u64>,
-    /// The rows, on disk as they are taken.
-    pub spill: SampleSpill,
-    /// Scratch for a flow's number and its transport's samples.
-    id: String,
-    values: Vec<(&'static str, f64)>,
-}
-
 pub(crate) struct Window {
     pub start: Time,
     pub port_base: Vec<PortStats>,
@@ -162,47 +145,7 @@ pub struct World {
     /// The parallel engine's figures of a split run on threads.
     pub(crate) parallel: Option<dcsim_engine::parallel::ParallelStats>,
     /// The parts of the nodes in a split run.
-    pub(crate) partition: Option<crate::split::Partition>,
-}
-
-/// Queue-length samples of every switch port, by tier (`"leaf->spine"`: the port's node's
-/// tier and its peer's), for `output.queue_occupancy`.
-pub(crate) struct Occupancy {
-    every: Dur,
-    /// Every switch port and the index of its tier.
-    ports: Vec<(PortId, usize)>,
-    pub(crate) tiers: Vec<(String, Histogram<u64>)>,
-}
-
-impl Occupancy {
-    fn new(net: &Network, every: Dur) -> Self {
-        let mut tiers: Vec<(String, Histogram<u64>)> = Vec::new();
-        let mut ports = Vec::new();
-        for (i, p) in net.ports().iter().enumerate() {
-            if !net.is_switch(p.node()) {
-                continue;
-            }
-            let name = format!(
-                "{}->{}",
-                net.node_tier(p.node()),
-                net.node_tier(p.peer_node())
-            );
-            let t = match tiers.iter().position(|t| t.0 == name) {
-                Some(t) => t,
-                None => {
-                    let h = Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds");
-                    tiers.push((name, h));
-                    tiers.len() - 1
-                }
-            };
-            ports.push((PortId::new(i), t));
-        }
-        Self {
-            every,
-            ports,
-            tiers,
-        }
-    }
+    pub(crate) partition: Option<crate::split::partition::Partition>,
 }
 
 /// Pending events from which [`World::run_until`] prefetches the next arrival's packet.
@@ -250,36 +193,8 @@ impl World {
             sched.schedule(warmup, Event::WindowStart);
         }
         let sampler = spec.output.timeseries.as_ref().map(|ts| {
-            let n = flows.len();
-            let flow_ids: Vec<FlowId> = match &ts.flows {
-                FlowSelection::Keyword(FlowKeyword::All) => (0..n).map(FlowId::new).collect(),
-                FlowSelection::List(l) => l.iter().map(|&f| FlowId(f)).collect(),
-                FlowSelection::Keyword(FlowKeyword::None) => Vec::new(),
-            };
-            let mut ports = Vec::new();
-            for label in &ts.ports {
-                if label == "switches" {
-                    for (i, p) in net.ports().iter().enumerate() {
-                        if net.is_switch(p.node()) {
-                            ports.push((PortId::new(i), port_label(&net, PortId::new(i))));
-                        }
-                    }
-                } else if let Some(i) = port_by_label(&scenario.graph, label) {
-                    ports.push((PortId::new(i), label.clone()));
-                }
-            }
             sched.schedule(Time::from_dur(ts.every), Event::Sample);
-            Sampler {
-                every: ts.every,
-                all_flows: matches!(ts.flows, FlowSelection::Keyword(FlowKeyword::All)),
-                last_bytes: vec![0; flow_ids.len()],
-                flows: flow_ids,
-                cwnd: ts.cwnd,
-                ports,
-                spill: SampleSpill::new(None),
-                id: String::new(),
-                values: Vec::new(),
-            }
+            Sampler::new(ts, &net, &scenario.graph, flows.len())
         });
         let n_ports = net.ports().len();
         // The control-plane services, built here so that their first events and the routes
@@ -792,21 +707,6 @@ impl World {
         (info, ideal)
     }
 
-    fn sample_queues<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
-        let Some(o) = self.occupancy.as_mut() else {
-            return;
-        };
-        for &(p, t) in &o.ports {
-            let q = self.net.backlog_bytes_at(p, now, &mut self.pool);
-            o.tiers[t].1.saturating_record(q);
-        }
-        let next = now + o.every;
-        // In a drained run, stop sampling once nothing else is left to happen.
-        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
-            sched.at(next, Event::QueueSample);
-        }
-    }
-
     fn begin_window(&mut self, now: Time) {
         if let Some(o) = &mut self.occupancy {
             for t in &mut o.tiers {
@@ -846,57 +746,6 @@ impl World {
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
         self.spill_time_series_in(parent.unwrap_or(std::path::Path::new(".")));
     }
-
-    fn sample<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
-        let Some(s) = self.sampler.as_mut() else {
-            return;
-        };
-        let t = now.as_ns();
-        let secs = s.every.as_secs_f64();
-        if s.all_flows {
-            for f in s.flows.len()..self.flows.len() {
-                s.flows.push(FlowId::new(f));
-                s.last_bytes.push(0);
-            }
-        }
-        for (k, &f) in s.flows.iter().enumerate() {
-            // A listed generator flow that has not been created yet has nothing to sample.
-            if f.index() >= self.flows.len() {
-                continue;
-            }
-            let b = self.flows.delivered_bytes(f);
-            s.id.clear();
-            let _ = write!(s.id, "{}", f.0);
-            let gbps = (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9;
-            s.spill.push(t, "throughput_gbps", &s.id, gbps);
-            s.last_bytes[k] = b;
-            if s.cwnd {
-                self.flows.sample_into(f, &mut s.values);
-                for &(kind, value) in &s.values {
-                    s.spill.push(t, kind, &s.id, value);
-                }
-            }
-        }
-        for (p, label) in &s.ports {
-            let q = self.net.backlog_bytes_at(*p, now, &mut self.pool);
-            s.spill.push(t, "queue_bytes", label, q as f64);
-        }
-        let next = now + s.every;
-        // In a drained run, stop sampling once nothing else is left to happen.
-        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
-            sched.at(next, Event::Sample);
-        }
-    }
-}
-
-/// `node->peer` label of port `p`.
-pub(crate) fn port_label(net: &Network, p: PortId) -> String {
-    let port = net.port(p);
-    format!(
-        "{}->{}",
-        net.node_name(port.node()),
-        net.node_name(port.peer_node())
-    )
 }
 
 /// The next flow of `src` if it starts at `now` (not later: a source's starts never

@@ -63,7 +63,7 @@ pub use sender::{TcpSender, TcpStats};
 
 use crate::cc::{CcSetup, CcSpec, CongestionControl, WindowLimits};
 use crate::endpoint::{FlowInfo, Needs, PacketFormat, TcpView, TraceHeader, Transport};
-use crate::flows::FlowRecord;
+use crate::record::FlowRecord;
 
 /// Packet flag: carries data.
 pub const FLAG_DATA: u8 = 1;

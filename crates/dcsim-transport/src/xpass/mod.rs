@@ -39,7 +39,7 @@ pub use receiver::XpassReceiver;
 pub use sender::XpassSender;
 
 use crate::endpoint::{FlowInfo, Needs, PacketFormat, Transport};
-use crate::flows::FlowRecord;
+use crate::record::FlowRecord;
 
 /// Packet flag: credit request.
 pub const FLAG_REQUEST: u8 = 8;
