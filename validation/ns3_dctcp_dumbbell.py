@@ -6,7 +6,8 @@ Not part of CI (ns-3 is a large install). Usage:
     python3 -m venv /tmp/ns3venv && /tmp/ns3venv/bin/pip install ns3   # ns-3.44 from PyPI
     /tmp/ns3venv/bin/python validation/ns3_dctcp_dumbbell.py > /tmp/ns3.json
     cargo run --release -p dcsim-cli -- run scenarios/dctcp-dumbbell.toml \\
-        --set transport.profile=linux --set output.timeseries.every=10us --out /tmp/dcsim-linux
+        --set transport.profile=linux --set transport.min_rto=1ms --set transport.sack=false \\
+        --set output.timeseries.every=10us --out /tmp/dcsim-linux
     python3 validation/ns3_dctcp_dumbbell.py --compare /tmp/ns3.json /tmp/dcsim-linux
 
 The set-up is the scenario's: two senders and two receivers on a dumbbell, host links

@@ -19,7 +19,7 @@
 use dcsim_engine::parallel::Slot;
 use dcsim_engine::{Schedule, Time};
 
-use crate::{NetCx, NetEvent, Network, Packet, PacketId, PacketPool, Port, PortId};
+use crate::{NetCx, NetEvent, Network, Packet, PacketExt, PacketId, PacketPool, Port, PortId};
 
 /// Which handler creates the arrival event of a packet put on a link between parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,8 @@ pub struct Crossed {
     size_class: u32,
     creator: Creator,
     pkt: Packet,
+    /// The packet's options beside its header, if it has them.
+    ext: Option<PacketExt>,
 }
 
 impl Crossed {
@@ -140,6 +142,7 @@ impl Network {
             size_class,
             creator,
             pkt: *cx.pool.get(pkt),
+            ext: cx.pool.ext(pkt).copied(),
         });
         cx.pool.release_copied(pkt);
     }
@@ -154,7 +157,7 @@ impl Network {
         pool: &mut PacketPool,
     ) -> Option<(Time, NetEvent, Slot, Slot)> {
         let i = c.port.index();
-        let pkt: PacketId = pool.adopt(c.pkt);
+        let pkt: PacketId = pool.adopt(c.pkt, c.ext.as_ref());
         self.ports[i].push_copy(c.arrive, pkt, c.size_class);
         let ev = NetEvent::LinkArrive(c.port, pkt);
         let emptied_at = |a1: Time| self.crossings.emptied[i].filter(|e| e.0 == a1);

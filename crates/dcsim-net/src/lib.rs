@@ -32,7 +32,9 @@ use dcsim_engine::{Rate, Time, define_id};
 pub use cross::Crossed;
 pub use network::{BuildError, Captured, Network};
 pub use nic::DEFAULT_TX_BUDGET_BYTES;
-pub use packet::{Class, Ecn, FlowId, IpBits, Packet, PacketId, PacketPool, RateStamp, bytes16};
+pub use packet::{
+    Class, Ecn, FlowId, IpBits, Packet, PacketExt, PacketId, PacketPool, RateStamp, bytes16,
+};
 pub use port::{Port, PortId, PortStats};
 pub use route::{RouteId, RoutingMode, RoutingSpec};
 pub use topo::{Graph, NodeKind, TopologySpec};

@@ -65,14 +65,16 @@ pub enum Ecn {
 
 /// The network-signal byte of the IP header: the ECN field (bits 0–1, [`Ecn`]) and Pulser's
 /// explicit incast notification (EIN, bit 2; Almasi et al.), both set by switch ports and
-/// echoed by transports. A transport sets the ECN field it sends with; the network only
-/// ever adds CE and EIN.
+/// echoed by transports, and whether the packet has options beside its header (bit 3,
+/// [`PacketExt`]). A transport sets the ECN field it sends with; the network only ever adds
+/// CE and EIN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct IpBits(u8);
 
 impl IpBits {
     const ECN_MASK: u8 = 0b11;
     const EIN: u8 = 0b100;
+    const EXT: u8 = 0b1000;
 
     /// Not ECN-capable, no incast notification.
     pub const NOT_ECT: Self = Self(Ecn::NotEct as u8);
@@ -107,7 +109,19 @@ impl IpBits {
     pub fn set_ein(&mut self) {
         self.0 |= Self::EIN;
     }
+    /// Whether the packet carries options beside its header ([`PacketPool::ext`]).
+    #[inline]
+    pub fn has_ext(self) -> bool {
+        self.0 & Self::EXT != 0
+    }
 }
+
+/// Transport options that do not fit the 64-byte header, kept beside it in the packet's
+/// pool slot (ADR 0004): 32 bytes whose meaning the transport that owns the packet sets.
+/// TCP carries its SACK blocks here, as offsets from the acknowledgement number. Only
+/// packets sent with [`PacketPool::alloc_with_ext`] have them ([`IpBits::has_ext`]), so
+/// the hot path of every other packet never reads them.
+pub type PacketExt = [u32; 8];
 
 /// A rate carried in a packet header, in kb/s (switch-computed rates, RCP): 32 bits hold
 /// up to 4.29 Tb/s with 1 kb/s resolution. [`RateStamp::NONE`] means no stamp.
@@ -197,6 +211,9 @@ const _: () = assert!(size_of::<Packet>() == 64, "Packet must stay one cache lin
 #[derive(Default)]
 pub struct PacketPool {
     slots: Vec<Packet>,
+    /// The options of packets that have them ([`IpBits::has_ext`]), by slot; grown with
+    /// the first one.
+    ext: Vec<PacketExt>,
     free: Vec<PacketId>,
     allocated: u64,
     freed: u64,
@@ -233,11 +250,35 @@ impl PacketPool {
         id
     }
 
-    /// Stores `p`, a copy of a packet that another part of a split run created and
-    /// counted ([`PacketPool::release_copied`]): it is not counted as allocated here, and
-    /// its free is the one that counts.
-    pub fn adopt(&mut self, p: Packet) -> PacketId {
+    /// Stores `p` with its options `ext` (the packet is marked as having them).
+    pub fn alloc_with_ext(&mut self, mut p: Packet, ext: &PacketExt) -> PacketId {
+        p.ip.0 |= IpBits::EXT;
         let id = self.alloc(p);
+        if self.ext.len() < self.slots.len() {
+            self.ext.resize(self.slots.len(), [0; 8]);
+        }
+        self.ext[id.index()] = *ext;
+        id
+    }
+
+    /// The options of packet `id`, if it was sent with them.
+    #[inline]
+    pub fn ext(&self, id: PacketId) -> Option<&PacketExt> {
+        if self.get(id).ip.has_ext() {
+            Some(&self.ext[id.index()])
+        } else {
+            None
+        }
+    }
+
+    /// Stores `p` (with its options `ext`, if it has them), a copy of a packet that another
+    /// part of a split run created and counted ([`PacketPool::release_copied`]): it is not
+    /// counted as allocated here, and its free is the one that counts.
+    pub fn adopt(&mut self, p: Packet, ext: Option<&PacketExt>) -> PacketId {
+        let id = match ext {
+            Some(e) => self.alloc_with_ext(p, e),
+            None => self.alloc(p),
+        };
         self.allocated -= 1;
         id
     }

@@ -80,6 +80,9 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
                 _ => CcSpec::Dctcp(DctcpConfig::default()),
             },
             profile: Some(TcpProfile::Linux),
+            // Our data-centre timers (the profile's are Linux's 200 ms and 1 s).
+            min_rto: Some(Dur::from_ms(1)),
+            init_rto: Some(Dur::from_ms(1)),
             ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
             ..TcpConfig::default()
         }),

@@ -146,8 +146,8 @@ fn tcp(ecn: bool) -> TransportSpec {
         profile: Some(TcpProfile::Linux),
         cc: CcSpec::Cubic(CubicConfig::default()),
         ecn: Some(ecn),
-        min_rto: Dur::from_ms(200),
-        init_rto: Dur::from_secs(1),
+        min_rto: Some(Dur::from_ms(200)),
+        init_rto: Some(Dur::from_secs(1)),
         ..TcpConfig::default()
     })
 }

@@ -87,6 +87,10 @@ pub struct LinkPair {
     pub telemetry: Telemetry,
     /// Time after which the sender stops, if any.
     pub stop: Option<Time>,
+    /// Data packets lost on their first crossing, by sequence number (a packet that
+    /// carries payload and whose `seq` is listed is dropped before the receiver the first
+    /// time it arrives; a retransmission gets through).
+    pub drop_first: Vec<u64>,
 }
 
 impl LinkPair {
@@ -100,7 +104,15 @@ impl LinkPair {
             }),
             telemetry: Telemetry::empty(),
             stop: None,
+            drop_first: Vec::new(),
         }
+    }
+
+    /// The same set-up, losing the data packets with these sequence numbers on their first
+    /// crossing ([`LinkPair::drop_first`]).
+    pub fn dropping(mut self, seqs: impl IntoIterator<Item = u64>) -> Self {
+        self.drop_first = seqs.into_iter().collect();
+        self
     }
 
     /// The same set-up with `queue` on every switch port.
@@ -182,6 +194,7 @@ impl LinkPair {
         let mut hosts = [H::default(), H::default()];
         let mut deliveries = Vec::new();
         let mut completed_at = None;
+        let mut drops = self.drop_first.clone();
         {
             let mut fcx = FlowCx {
                 now: Time::ZERO,
@@ -220,8 +233,16 @@ impl LinkPair {
                         continue;
                     };
                     let p = *fcx.pool.get(pkt);
+                    let ext = fcx.pool.ext(pkt).copied();
                     fcx.pool.free(pkt);
                     let to_receiver = host == dst;
+                    if to_receiver
+                        && p.payload_bytes > 0
+                        && let Some(i) = drops.iter().position(|&s| s == p.seq)
+                    {
+                        drops.swap_remove(i);
+                        continue;
+                    }
                     deliveries.push(Delivery {
                         at: now,
                         to_receiver,
@@ -241,6 +262,7 @@ impl LinkPair {
                         &mut shared,
                         &mut hosts[host.index()],
                     );
+                    cx.set_packet_ext(ext.as_ref());
                     if to_receiver {
                         rx.on_packet(&p, &mut cx);
                     } else {

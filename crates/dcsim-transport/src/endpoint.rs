@@ -15,7 +15,10 @@ use core::fmt;
 
 use dcsim_engine::{Dur, Rate, RngTree, Schedule, Time, TimerFire, TimerTable};
 use dcsim_net::qdisc::PortFeatures;
-use dcsim_net::{FlowId, HostId, NetCx, NetEvent, Network, Packet, PacketPool, RouteId, Telemetry};
+use dcsim_net::{
+    FlowId, HostId, NetCx, NetEvent, Network, Packet, PacketExt, PacketId, PacketPool, RouteId,
+    Telemetry,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -343,6 +346,8 @@ pub struct EndpointCx<'a, S, H> {
     flow: FlowId,
     side: Side,
     stale: &'a mut u64,
+    /// The options beside the header of the packet being handled, if it has them.
+    pub(crate) ext: Option<&'a PacketExt>,
     /// What both ends of the flow know.
     pub shared: &'a mut FlowShared,
     /// The transport's state on this endpoint's host.
@@ -371,9 +376,23 @@ impl<'a, S: Sched, H> EndpointCx<'a, S, H> {
             flow,
             side,
             stale,
+            ext: None,
             shared,
             host_state,
         }
+    }
+
+    /// The options beside the header of the packet being handled (TCP's SACK blocks), if
+    /// it was sent with them ([`EndpointCx::send_with_ext`]).
+    #[inline]
+    pub fn packet_ext(&self) -> Option<&PacketExt> {
+        self.ext
+    }
+
+    /// Hands the endpoint the options of the packet it is given next (for dispatchers: the
+    /// flow table, test harnesses).
+    pub fn set_packet_ext(&mut self, ext: Option<&'a PacketExt>) {
+        self.ext = ext;
     }
 
     /// The current time.
@@ -391,6 +410,18 @@ impl<'a, S: Sched, H> EndpointCx<'a, S, H> {
     #[inline]
     pub fn send(&mut self, pkt: Packet) {
         let id = self.pool.alloc(pkt);
+        self.send_id(id);
+    }
+
+    /// [`EndpointCx::send`] with options beside the header (TCP's SACK blocks), which the
+    /// peer reads with [`EndpointCx::packet_ext`].
+    pub fn send_with_ext(&mut self, pkt: Packet, ext: &PacketExt) {
+        let id = self.pool.alloc_with_ext(pkt, ext);
+        self.send_id(id);
+    }
+
+    #[inline]
+    fn send_id(&mut self, id: PacketId) {
         let mut ncx = NetCx {
             now: self.now,
             pool: self.pool,

@@ -7,7 +7,7 @@
 //! and finishing, counters.
 
 use dcsim_engine::{Dur, RngTree, Time};
-use dcsim_net::{FlowId, HostId, PacketId};
+use dcsim_net::{FlowId, HostId, PacketExt, PacketId};
 
 use crate::endpoint::{
     EndpointCx, FlowCx, FlowInfo, FlowShared, Grant, Receiver, Sched, Sender, Side, TimerKey,
@@ -70,11 +70,17 @@ impl<T: Transport> Pair<T> {
         let mut ecx = EndpointCx::new(cx, host, f, side, stale, &mut self.shared, h);
         match (side, ev) {
             (Side::Sender, Ev::Start) => self.tx.on_start(&mut ecx),
-            (Side::Sender, Ev::Packet(p)) => self.tx.on_packet(p, &mut ecx),
+            (Side::Sender, Ev::Packet(p, ext)) => {
+                ecx.ext = ext;
+                self.tx.on_packet(p, &mut ecx);
+            }
             (Side::Sender, Ev::Timer(k, g)) => self.tx.on_timer(k, g, &mut ecx),
             (Side::Sender, Ev::NicReady) => self.tx.on_nic_ready(&mut ecx),
             (Side::Sender, Ev::Wake) => self.tx.on_wake(&mut ecx),
-            (Side::Receiver, Ev::Packet(p)) => self.rx.on_packet(p, &mut ecx),
+            (Side::Receiver, Ev::Packet(p, ext)) => {
+                ecx.ext = ext;
+                self.rx.on_packet(p, &mut ecx);
+            }
             (Side::Receiver, Ev::Timer(k, g)) => self.rx.on_timer(k, g, &mut ecx),
             (Side::Receiver, Ev::Start | Ev::NicReady | Ev::Wake) => {
                 debug_assert!(false, "receivers neither start nor wait for the NIC")
@@ -139,7 +145,8 @@ struct Progress {
 #[derive(Clone, Copy)]
 enum Ev<'a> {
     Start,
-    Packet(&'a dcsim_net::Packet),
+    /// A packet, and its options beside the header if it has them.
+    Packet(&'a dcsim_net::Packet, Option<&'a PacketExt>),
     Timer(usize, u32),
     NicReady,
     Wake,
@@ -388,6 +395,12 @@ impl Flows {
     pub fn on_packet<S: Sched>(&mut self, host: HostId, pkt: PacketId, cx: &mut FlowCx<'_, S>) {
         self.delivered_pkts += 1;
         let p = *cx.pool.get(pkt);
+        // Options beside the header (TCP's SACK blocks), only for packets that carry them.
+        let ext = if p.ip.has_ext() {
+            cx.pool.ext(pkt).copied()
+        } else {
+            None
+        };
         cx.pool.free(pkt);
         let f = p.flow;
         let fl = &mut self.flows[f.index()];
@@ -413,7 +426,7 @@ impl Flows {
             h,
             stale,
             cx,
-            Ev::Packet(&p)
+            Ev::Packet(&p, ext.as_ref())
         ));
         self.after(f, progress, cx.now);
     }

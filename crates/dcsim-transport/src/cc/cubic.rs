@@ -1,7 +1,12 @@
 //! CUBIC (RFC 9438; Ha, Rhee, Xu, "CUBIC: a new TCP-friendly high-speed TCP variant",
 //! 2008), with the classic ECN reaction: an echo is treated as a loss, once per window.
 //!
-//! Slow start is Reno's (no HyStart). In congestion avoidance the window follows
+//! Slow start is Reno's, with Linux's HyStart if asked (`hystart`, on in the `linux` TCP
+//! profile; `tcp_cubic.c` of Linux 6.x): from a window of 16 segments, slow start ends when
+//! a round's ACKs keep arriving close together for longer than half the minimum delay plus
+//! a GSO allowance (the ACK train: the pipe is full), or when, after 8 samples of a round,
+//! its smallest RTT exceeds the minimum by max(4 ms, min(RTT/8, 16 ms)) (delay increase).
+//! In congestion avoidance the window follows
 //! W_cubic(t) = C·(t − K)³ + W_max, t the time since the current epoch began (the first
 //! ACK after a reduction) and K = ∛((W_max − cwnd_epoch)/C), in segments and seconds: each
 //! ACK moves cwnd by (target − cwnd)/cwnd segments toward target = W_cubic(t + RTT), the
@@ -28,6 +33,9 @@ pub struct CubicConfig {
     pub fast_convergence: bool,
     /// The Reno-friendly region (RFC 9438 §4.3: on).
     pub reno_friendly: bool,
+    /// Linux's HyStart, which ends slow start before the queue overflows (default: the
+    /// TCP profile's, on with `linux`).
+    pub hystart: Option<bool>,
 }
 
 impl Default for CubicConfig {
@@ -37,6 +45,7 @@ impl Default for CubicConfig {
             beta: 0.7,
             fast_convergence: true,
             reno_friendly: true,
+            hystart: None,
         }
     }
 }
@@ -56,6 +65,77 @@ pub struct Cubic {
     w_est: f64,
     cwnd_epoch: f64,
     srtt: Option<Dur>,
+    /// HyStart's state, if on.
+    hystart: Option<HyStart>,
+}
+
+/// Linux's HyStart (`tcp_cubic.c`): the parameters are the kernel's defaults.
+#[derive(Clone, Copy, Debug, Default)]
+struct HyStart {
+    /// Slow start ended by HyStart (until a timeout).
+    found: bool,
+    /// The next ACK begins a new round.
+    round_pending: bool,
+    /// The current round: its start and the last ACK of its train.
+    round_start: Time,
+    last_ack: Time,
+    /// The smallest RTT of the round's samples so far, and how many.
+    curr_rtt: Option<Dur>,
+    samples: u32,
+    /// The smallest RTT seen.
+    delay_min: Option<Dur>,
+}
+
+/// `hystart_low_window`: HyStart acts from this window, segments.
+const HYSTART_LOW_WINDOW: f64 = 16.0;
+/// `hystart_ack_delta_us`: ACKs at most this far apart form a train.
+const HYSTART_ACK_DELTA: Dur = Dur::from_ms(2);
+/// `HYSTART_MIN_SAMPLES`: RTT samples per round before the delay test.
+const HYSTART_MIN_SAMPLES: u32 = 8;
+/// `GSO_LEGACY_MAX_SIZE`: the burst a host may send at once, for the train's allowance.
+const GSO_MAX_BYTES: f64 = 65_536.0;
+
+impl HyStart {
+    /// A new round at `now` (Linux's `bictcp_hystart_reset`).
+    fn reset(&mut self, now: Time) {
+        self.round_start = now;
+        self.last_ack = now;
+        self.curr_rtt = None;
+        self.samples = 0;
+    }
+
+    /// One ACK in slow start (Linux's `hystart_update`), with this ACK's RTT `delay` and a
+    /// pacing rate of `rate` bytes/s; whether slow start should end.
+    fn update(&mut self, now: Time, delay: Dur, rate: f64) -> bool {
+        let delay_min = self.delay_min.unwrap_or(delay);
+        // The ACK train: the pipe is full once a round's closely spaced ACKs last longer
+        // than half of the minimum delay plus the time to send four GSO bursts (at most
+        // 1 ms; halved as without pacing).
+        if now.saturating_since(self.last_ack) <= HYSTART_ACK_DELTA {
+            self.last_ack = now;
+            let ack_delay = if rate > 0.0 {
+                Dur::from_ps(((4.0 * GSO_MAX_BYTES / rate) * 1e12) as u64).min(Dur::from_ms(1))
+            } else {
+                Dur::ZERO
+            };
+            let threshold = (delay_min + ack_delay) / 2;
+            if now.saturating_since(self.round_start) > threshold {
+                self.found = true;
+            }
+        }
+        // Delay increase: the round's smallest RTT, after enough samples, above the
+        // minimum by an eighth of it, clamped to [4 ms, 16 ms].
+        self.curr_rtt = Some(self.curr_rtt.map_or(delay, |c| c.min(delay)));
+        if self.samples < HYSTART_MIN_SAMPLES {
+            self.samples += 1;
+        } else {
+            let eta = (delay_min / 8).clamp(Dur::from_ms(4), Dur::from_ms(16));
+            if self.curr_rtt.is_some_and(|c| c > delay_min + eta) {
+                self.found = true;
+            }
+        }
+        self.found
+    }
 }
 
 impl Cubic {
@@ -72,6 +152,11 @@ impl Cubic {
             w_est: 0.0,
             cwnd_epoch: 0.0,
             srtt: None,
+            // The first round begins with the first ACK.
+            hystart: (cfg.hystart == Some(true)).then(|| HyStart {
+                round_pending: true,
+                ..HyStart::default()
+            }),
         }
     }
 
@@ -134,6 +219,29 @@ impl CongestionControl for Cubic {
                 Some(s) => Dur::from_ps((s.as_ps() * 7 + r.as_ps()) / 8),
             });
         }
+        if let (Some(h), Some(delay)) = (&mut self.hystart, a.rtt) {
+            h.delay_min = Some(h.delay_min.map_or(delay, |d| d.min(delay)));
+            // Linux starts a round on the first ACK beyond the previous round's last byte;
+            // `round_start` marks the ACK of that byte, so the next ACK begins the round.
+            if core::mem::take(&mut h.round_pending) {
+                h.reset(a.now);
+            }
+            if a.round_start {
+                h.round_pending = true;
+            }
+            if !h.found && self.cwnd < self.ssthresh && self.cwnd >= HYSTART_LOW_WINDOW {
+                // Linux's pacing rate in slow start: twice the window per smoothed RTT.
+                let srtt = self.srtt.unwrap_or(delay).as_secs_f64();
+                let rate = if srtt > 0.0 {
+                    2.0 * self.cwnd * self.limits.mss as f64 / srtt
+                } else {
+                    0.0
+                };
+                if h.update(a.now, delay, rate) {
+                    self.ssthresh = self.cwnd;
+                }
+            }
+        }
         if a.in_recovery || !a.cwnd_limited {
             return;
         }
@@ -187,6 +295,14 @@ impl CongestionControl for Cubic {
         self.ssthresh = (flight * self.cfg.beta).max(self.floor()).max(2.0);
         self.cwnd = self.floor();
         self.epoch = None;
+        // Linux's `cubictcp_state` on entering Loss: HyStart may end the next slow start.
+        if let Some(h) = &mut self.hystart {
+            *h = HyStart {
+                delay_min: h.delay_min,
+                round_pending: true,
+                ..HyStart::default()
+            };
+        }
     }
     /// `w_max`: the window before the last reduction, segments.
     fn sample(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -214,6 +330,46 @@ mod tests {
 
     fn segments(d: &CcDriver<Cc>) -> f64 {
         d.cc.cwnd_bytes() as f64 / 1460.0
+    }
+
+    /// HyStart's ACK train: once the window is 16 segments, a round whose closely spaced
+    /// ACKs (at most 2 ms apart) last longer than half the minimum delay (plus a GSO
+    /// allowance) has filled the pipe, and slow start ends there. Without HyStart the
+    /// window doubles each round.
+    #[test]
+    fn hystart_ends_slow_start_when_a_rounds_acks_fill_the_round_trip() {
+        let r = Round::clean().with_rtt(Dur::from_ms(10));
+        let mut on = driver(CubicConfig {
+            hystart: Some(true),
+            ..CubicConfig::default()
+        });
+        let mut off = driver(CubicConfig::default());
+        on.rounds(4, r);
+        off.rounds(4, r);
+        assert!((segments(&off) - 160.0).abs() < 1e-9, "10, 20, 40, 80, 160");
+        assert!(segments(&on) < 40.0, "{}", segments(&on));
+    }
+
+    /// HyStart's delay increase: with ACKs too far apart for a train (100 ms rounds), slow
+    /// start ends once a round's smallest RTT, after 8 samples, exceeds the minimum by
+    /// min(RTT/8, 16 ms) (12.5 ms here).
+    #[test]
+    fn hystart_ends_slow_start_when_the_rtt_rises() {
+        let base = Round::clean().with_rtt(Dur::from_ms(100));
+        let cfg = CubicConfig {
+            hystart: Some(true),
+            ..CubicConfig::default()
+        };
+        let mut rising = driver(cfg.clone());
+        rising.rounds(2, base);
+        rising.round(Round::clean().with_rtt(Dur::from_ms(120)));
+        let mut flat = driver(cfg);
+        flat.rounds(3, base);
+        assert!(
+            (segments(&flat) - 80.0).abs() < 1e-9,
+            "no train, no rise: still slow start"
+        );
+        assert!(segments(&rising) < 80.0, "{}", segments(&rising));
     }
 
     /// After a loss at W_max = 100 segments the window is cut to 70, then follows the cubic:

@@ -1,5 +1,5 @@
-//! The shared reliable transport: TCP NewReno mechanics with a pluggable congestion
-//! controller ([`crate::cc`]). Every window- or rate-based protocol (DCTCP and the others
+//! The shared reliable transport: TCP (SACK, loss recovery, timers) with a pluggable
+//! congestion controller ([`crate::cc`]). Every window- or rate-based protocol (DCTCP and the others
 //! of the `cc` registry) runs on it: the transport owns sequence space, acknowledgements,
 //! loss recovery, RTT estimation and timers; the controller owns only the window.
 //!
@@ -9,13 +9,15 @@
 //! agents and htsim); with one (`handshake`, profile `ns2`) a SYN and its SYN-ACK go first,
 //! as with ns-2's FullTcp, which the ExpressPass group's DCTCP scripts use.
 //!
-//! Sender: slow start, congestion avoidance (policy in the controller), fast retransmit
-//! after three duplicate ACKs and NewReno fast recovery with partial ACKs (RFC 6582),
-//! retransmission timeout with exponential backoff and go-back-N (RFC 6298), RTT from
-//! echoed timestamps (like the TCP timestamp option), and the ECN echo handled at most once
-//! per window (RFC 3168's CWR state) by calling the controller's `on_ecn`.
+//! Sender: slow start, congestion avoidance (policy in the controller), loss recovery by
+//! NewReno (RFC 6582) or by a SACK scoreboard with RFC 6675's rules and RACK-TLP (RFC
+//! 8985), retransmission timeout with exponential backoff (RFC 6298's or Linux's
+//! estimator), RTT from echoed timestamps (like the TCP timestamp option), and the ECN echo
+//! handled at most once per window (RFC 3168's CWR state) by calling the controller's
+//! `on_ecn`. See the sender's module for which profile recovers how.
 //!
-//! Receiver: cumulative ACKs with an out-of-order range buffer, one ACK per segment by
+//! Receiver: cumulative ACKs with an out-of-order range buffer and SACK blocks (RFC 2018,
+//! three per ACK, in the packet's options beside its header), one ACK per segment by
 //! default, or delayed ACKs (every second segment or a timeout, immediate on reordering)
 //! with DCTCP's two-state CE machine so that marks are echoed exactly.
 //!
@@ -24,7 +26,9 @@
 //! `echo` = `sent_at` of the segment that triggered it, `sent_at` = when that segment
 //! arrived (the ACK leaves then, unless delayed), flag `ECE`, and in `rate` and
 //! `queue_delay_ns` what the network wrote into that segment (a rate stamp, its switch
-//! queueing delay), so that controllers can use per-packet feedback.
+//! queueing delay), so that controllers can use per-packet feedback. An ACK's SACK blocks
+//! are its options beside the header ([`PacketExt`]: their count, then each block's start
+//! and end as offsets from `ack`).
 //!
 //! # Pacing
 //! A controller that returns a [`CongestionControl::pacing_rate`] gets its segments spaced
@@ -37,23 +41,25 @@
 //! `ideal` (default): no handshake, initial window 10, the host waits for room in its NIC
 //! queue (back-pressure, like Linux's TCP small queues), instant window cuts. `ns2`: the
 //! SYN handshake, initial window 2, no back-pressure: every packet goes to the NIC queue,
-//! which drops when full (ns-2 agents hand packets to their link's queue). `linux`: the
-//! handshake, initial window 10, back-pressure, reductions by proportional rate reduction
-//! (RFC 6937) for losses and ECN alike, DCTCP's α from 1. A field set in the scenario wins
+//! which drops when full (ns-2 agents hand packets to their link's queue), SACK recovery
+//! that clears on a timeout. `linux`: the handshake, initial window 10, back-pressure,
+//! reductions by proportional rate reduction (RFC 6937) for losses and ECN alike, DCTCP's
+//! α from 1, RACK-TLP, Linux's timers, HyStart for CUBIC. A field set in the scenario wins
 //! over its profile.
 //!
 //! # Deviations
-//! No FIN, no SACK, no receiver window (unless `max_window` is set), no Nagle. The SYN
+//! No FIN, no receiver window (unless `max_window` is set), no Nagle, no DSACK. The SYN
 //! carries no data and is retransmitted on the RTO like data.
 
 mod ictcp;
 mod pacer;
 mod receiver;
+mod scoreboard;
 mod sender;
 
 use dcsim_engine::{ByteSize, Dur, RngTree, Time};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
-use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
+use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, PacketExt, RateStamp, RouteId};
 use serde::{Deserialize, Serialize};
 
 pub use ictcp::{IctcpConfig, IctcpConn, IctcpHost};
@@ -78,6 +84,39 @@ pub const FLAG_SYN: u8 = 8;
 pub const FLAG_EIN: u8 = 16;
 /// Packet flag: the ACK advertises a receive window, in bytes, in its `seq` field (ICTCP).
 pub const FLAG_RWND: u8 = 32;
+
+/// SACK blocks per ACK: three, as Linux sends with timestamps on and ns-2's FullTcp/Sack
+/// (`max_sack_blocks_`).
+pub(crate) const SACK_BLOCKS_SENT: usize = 3;
+
+/// SACK blocks (absolute byte ranges, each above `ack`) as a packet's options: their count,
+/// then each block's start and end as offsets from `ack` (32 bits each, so a block must lie
+/// within 4 GiB of the acknowledgement; one further out is left out).
+pub(crate) fn encode_sack(ack: u64, blocks: &[(u64, u64)]) -> PacketExt {
+    let mut ext = [0u32; 8];
+    let mut n = 0;
+    for &(s, e) in blocks.iter().take(SACK_BLOCKS_SENT) {
+        let (Ok(so), Ok(eo)) = (u32::try_from(s - ack), u32::try_from(e - ack)) else {
+            continue;
+        };
+        ext[1 + 2 * n] = so;
+        ext[2 + 2 * n] = eo;
+        n += 1;
+    }
+    ext[0] = n as u32;
+    ext
+}
+
+/// The SACK blocks of an ACK's options ([`encode_sack`]), as absolute byte ranges.
+pub(crate) fn decode_sack(ack: u64, ext: &PacketExt) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let n = (ext[0] as usize).min(SACK_BLOCKS_SENT);
+    (0..n).map(move |i| {
+        (
+            ack + u64::from(ext[1 + 2 * i]),
+            ack + u64::from(ext[2 + 2 * i]),
+        )
+    })
+}
 
 /// A header-only control segment of `flow` (the SYN and SYN-ACK): 40 B of TCP/IP header,
 /// control class, sent now, echoing `echo`.
@@ -148,16 +187,29 @@ pub struct TcpConfig {
     /// Window reductions (fast recovery, ECN) by proportional rate reduction, RFC 6937,
     /// instead of an instant cut with window inflation (`linux` on; `ideal`, `ns2` off).
     pub prr: Option<bool>,
+    /// Selective acknowledgements (RFC 2018): receivers report up to three blocks of data
+    /// held out of order in every ACK (`ideal`, `ns2` and `linux` on). What a sender does
+    /// with them depends on the profile: `linux` and `ns2` recover by a scoreboard (RFC
+    /// 6675), `ideal` keeps NewReno recovery and only skips SACKed data after a timeout.
+    pub sack: Option<bool>,
+    /// RACK-TLP loss detection (RFC 8985), as Linux enables it by default: a segment is lost
+    /// once a segment sent after it has been delivered and a round trip has passed, and a
+    /// tail-loss probe goes out two round trips after the last send (`linux` on; needs
+    /// `sack`).
+    pub rack: Option<bool>,
     /// Floor of the window in segments after any decrease (2, as Linux and RFC 5681's
     /// `2·SMSS` ssthresh floor; ns-2 allows 1).
     pub min_cwnd_pkts: u32,
-    /// Minimum retransmission timeout (1 ms; data-centre studies use 200 µs – 4 ms, Linux
-    /// 200 ms).
-    pub min_rto: Dur,
-    /// Retransmission timeout before the first RTT sample (1 ms, as FlexPass's scripts).
-    pub init_rto: Dur,
-    /// Largest retransmission timeout after backoff (1 s).
-    pub max_rto: Dur,
+    /// Minimum retransmission timeout (`ideal`, `ns2`: 1 ms, a data-centre value; `linux`:
+    /// 200 ms, Linux's `TCP_RTO_MIN`). With `linux` it bounds the variation term, as
+    /// Linux does: RTO = SRTT + max(4·mdev, `min_rto`).
+    pub min_rto: Option<Dur>,
+    /// Retransmission timeout before the first RTT sample (`ideal`, `ns2`: 1 ms, as
+    /// FlexPass's scripts; `linux`: 1 s, RFC 6298 and Linux's `TCP_TIMEOUT_INIT`).
+    pub init_rto: Option<Dur>,
+    /// Largest retransmission timeout after backoff (`ideal`, `ns2`: 1 s; `linux`: 120 s,
+    /// Linux's `TCP_RTO_MAX`).
+    pub max_rto: Option<Dur>,
     /// ECN-capable transport. Default: on for controllers that use ECN (DCTCP).
     pub ecn: Option<bool>,
     /// Delayed ACKs: acknowledge every second segment or after `delack_timeout`.
@@ -183,10 +235,12 @@ impl Default for TcpConfig {
             handshake: None,
             host_backpressure: None,
             prr: None,
+            sack: None,
+            rack: None,
             min_cwnd_pkts: 2,
-            min_rto: Dur::from_ms(1),
-            init_rto: Dur::from_ms(1),
-            max_rto: Dur::from_secs(1),
+            min_rto: None,
+            init_rto: None,
+            max_rto: None,
             ecn: None,
             delayed_ack: false,
             delack_timeout: Dur::from_us(50),
@@ -211,14 +265,19 @@ impl TcpConfig {
         if self.min_cwnd_pkts == 0 {
             return Err("min_cwnd_pkts: must be at least 1".into());
         }
-        if self.min_rto == Dur::ZERO {
+        let r = self.resolve();
+        let (min_rto, init_rto, max_rto) = (r.min_rto(), r.init_rto(), r.max_rto());
+        if min_rto == Dur::ZERO {
             return Err("min_rto: must be greater than zero".into());
         }
-        if self.max_rto < self.min_rto {
+        if max_rto < min_rto {
             return Err("max_rto: must be at least min_rto".into());
         }
-        if self.init_rto == Dur::ZERO {
+        if init_rto == Dur::ZERO {
             return Err("init_rto: must be greater than zero".into());
+        }
+        if r.rack == Some(true) && r.sack == Some(false) {
+            return Err("rack: RACK-TLP needs sack = true (it reads the SACK blocks)".into());
         }
         if let Some(i) = &self.ictcp {
             i.validate()?;
@@ -230,9 +289,9 @@ impl TcpConfig {
         // any timer a TCP uses, and far below an overflow.
         const MAX_TIMER: Dur = Dur::from_secs(3600);
         for (name, d) in [
-            ("min_rto", self.min_rto),
-            ("max_rto", self.max_rto),
-            ("init_rto", self.init_rto),
+            ("min_rto", min_rto),
+            ("max_rto", max_rto),
+            ("init_rto", init_rto),
             ("delack_timeout", self.delack_timeout),
         ] {
             if d > MAX_TIMER {
@@ -252,10 +311,18 @@ impl TcpConfig {
             TcpProfile::Ns2 => (2, true, false, false, 0.0),
             TcpProfile::Linux => (10, true, true, true, 1.0),
         };
+        // Timers: a data-centre minimum and ceiling, or Linux's (include/net/tcp.h).
+        let (min_rto, init_rto, max_rto) = match profile {
+            TcpProfile::Ideal | TcpProfile::Ns2 => {
+                (Dur::from_ms(1), Dur::from_ms(1), Dur::from_secs(1))
+            }
+            TcpProfile::Linux => (Dur::from_ms(200), Dur::from_secs(1), Dur::from_secs(120)),
+        };
         let mut cc = self.cc.clone();
         match &mut cc {
             CcSpec::Dctcp(d) => _ = d.alpha_init.get_or_insert(alpha),
             CcSpec::Pulser(p) => _ = p.alpha_init.get_or_insert(alpha),
+            CcSpec::Cubic(c) => _ = c.hystart.get_or_insert(profile == TcpProfile::Linux),
             _ => {}
         }
         // ns-2 caps the window at `window_` packets; the ExpressPass group's DCTCP scripts
@@ -273,8 +340,29 @@ impl TcpConfig {
             handshake: Some(self.handshake.unwrap_or(handshake)),
             host_backpressure: Some(self.host_backpressure.unwrap_or(backpressure)),
             prr: Some(self.prr.unwrap_or(prr)),
+            sack: Some(self.sack.unwrap_or(true)),
+            rack: Some(
+                self.rack
+                    .unwrap_or(profile == TcpProfile::Linux && self.sack != Some(false)),
+            ),
+            min_rto: Some(self.min_rto.unwrap_or(min_rto)),
+            init_rto: Some(self.init_rto.unwrap_or(init_rto)),
+            max_rto: Some(self.max_rto.unwrap_or(max_rto)),
             ..self.clone()
         }
+    }
+
+    /// The minimum retransmission timeout (of a resolved configuration).
+    pub fn min_rto(&self) -> Dur {
+        self.min_rto.unwrap_or(Dur::from_ms(1))
+    }
+    /// The retransmission timeout before the first sample (of a resolved configuration).
+    pub fn init_rto(&self) -> Dur {
+        self.init_rto.unwrap_or(Dur::from_ms(1))
+    }
+    /// The largest retransmission timeout (of a resolved configuration).
+    pub fn max_rto(&self) -> Dur {
+        self.max_rto.unwrap_or(Dur::from_secs(1))
     }
 
     /// Whether window reductions use proportional rate reduction.
@@ -317,7 +405,7 @@ pub struct Tcp;
 
 impl Transport for Tcp {
     const NAME: &'static str = "tcp";
-    const ABOUT: &'static str = "reliable transport (NewReno mechanics) with a congestion controller `cc`; profile ideal | ns2 | linux";
+    const ABOUT: &'static str = "reliable transport (SACK, NewReno or scoreboard recovery, RACK-TLP) with a congestion controller `cc`; profile ideal | ns2 | linux";
     type Config = TcpConfig;
     type Sender = TcpSender;
     type Receiver = TcpReceiver;

@@ -6,13 +6,17 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 
 use super::{
-    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, IctcpConn, TcpConfig, TcpHost,
-    control_segment,
+    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, IctcpConn, SACK_BLOCKS_SENT,
+    TcpConfig, TcpHost, control_segment, encode_sack,
 };
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
 use crate::ranges::{advance, insert_range};
 
 const T_DELACK: usize = 0;
+
+/// Blocks the receiver remembers (Linux's `TCP_NUM_SACKS`); it sends the first
+/// [`SACK_BLOCKS_SENT`].
+const SACK_BLOCKS_KEPT: usize = 4;
 
 /// The receiving end of a TCP flow.
 pub struct TcpReceiver {
@@ -21,6 +25,9 @@ pub struct TcpReceiver {
     dst: HostId,
     rcv_nxt: u64,
     ooo: Vec<(u64, u64)>,
+    /// With SACK: the blocks to report, most recently changed first (RFC 2018 §4, as
+    /// Linux's `selective_acks`), at most [`SACK_BLOCKS_KEPT`].
+    sack: Option<Vec<(u64, u64)>>,
     delayed_ack: bool,
     delack_timeout: Dur,
     pending_acks: u32,
@@ -50,6 +57,7 @@ impl TcpReceiver {
             dst: flow.src,
             rcv_nxt: 0,
             ooo: Vec::new(),
+            sack: (cfg.sack == Some(true)).then(Vec::new),
             delayed_ack: cfg.delayed_ack,
             delack_timeout: cfg.delack_timeout,
             pending_acks: 0,
@@ -77,8 +85,21 @@ impl TcpReceiver {
         if in_order {
             self.rcv_nxt = end;
             advance(&mut self.rcv_nxt, &mut self.ooo);
+            if let Some(blocks) = &mut self.sack {
+                // Blocks now below the cumulative acknowledgement are no longer reported.
+                let next = self.rcv_nxt;
+                blocks.retain(|b| b.0 > next);
+            }
         } else if seq > self.rcv_nxt {
             insert_range(&mut self.ooo, seq, end);
+            if let Some(blocks) = &mut self.sack {
+                // The block that holds this segment goes first; blocks it absorbed go.
+                let i = self.ooo.partition_point(|r| r.1 < seq);
+                let block = self.ooo[i];
+                blocks.retain(|b| b.1 < block.0 || b.0 > block.1);
+                blocks.insert(0, block);
+                blocks.truncate(SACK_BLOCKS_KEPT);
+            }
         }
         if self.rcv_nxt >= cx.shared.limit_bytes {
             self.completed = true;
@@ -112,7 +133,7 @@ impl TcpReceiver {
         self.pending_acks = 0;
         self.timers.cancel(T_DELACK);
         let ein = core::mem::take(&mut self.ein_pending);
-        cx.send(Packet {
+        let ack = Packet {
             ack: self.rcv_nxt,
             sent_at: self.last_arrival,
             echo: self.last_echo,
@@ -132,7 +153,14 @@ impl TcpReceiver {
                 | if ece { FLAG_ECE } else { 0 }
                 | if ein { FLAG_EIN } else { 0 }
                 | if self.rwnd.is_some() { FLAG_RWND } else { 0 },
-        });
+        };
+        match &self.sack {
+            Some(blocks) if !blocks.is_empty() => {
+                let n = blocks.len().min(SACK_BLOCKS_SENT);
+                cx.send_with_ext(ack, &encode_sack(self.rcv_nxt, &blocks[..n]));
+            }
+            _ => cx.send(ack),
+        }
     }
 }
 

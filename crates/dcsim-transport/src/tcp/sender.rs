@@ -1,19 +1,44 @@
-//! The TCP sender: window, fast retransmit and NewReno recovery, RTO, RTT estimation.
+//! The TCP sender: window, loss recovery, RTO, RTT estimation.
+//!
+//! Two ways to recover from loss:
+//!
+//! - **NewReno** (RFC 6582): three duplicate ACKs, one hole repaired per round trip; with
+//!   SACK on, a timeout resends only what the receiver does not hold (profile `ideal`).
+//! - **The scoreboard** (RFC 6675, with RACK-TLP of RFC 8985 as Linux runs it): every
+//!   segment in flight is tracked ([`Scoreboard`]); SACK blocks mark what arrived, RACK (or
+//!   RFC 6675's duplicate threshold) what is lost, and the sender sends while the bytes in
+//!   flight (`pipe`) are below the window, lost segments first, then new data (profiles
+//!   `linux`, with RACK-TLP and PRR, and `ns2`, which forgets the SACKed segments after a
+//!   timeout as ns-2's FullTcp/Sack does).
 
 use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId, Telemetry};
 
+use super::scoreboard::Scoreboard;
 use super::{
     FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, HostPacer, TcpConfig, TcpHost,
-    control_segment,
+    TcpProfile, control_segment, decode_sack,
 };
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
+use crate::ranges::insert_range;
 
 const T_RTO: usize = 0;
 const T_STOP: usize = 1;
 const T_PACE: usize = 2;
+/// RACK's reordering timer: a segment will count as lost then.
+const T_REO: usize = 3;
+/// The tail-loss probe (RFC 8985 §7).
+const T_TLP: usize = 4;
+
+/// Linux's `TCP_RTO_MIN` (200 ms): what a loss probe waits beyond two round trips when one
+/// segment is out (the receiver may be delaying its ACK), whatever the route's minimum RTO.
+const TLP_DELACK_ALLOWANCE: Dur = Dur::from_ms(200);
+/// Linux's `TCP_TIMEOUT_MIN`, 2 jiffies at `HZ = 1000`: a loss probe's margin otherwise.
+const TLP_MARGIN: Dur = Dur::from_ms(2);
+/// RFC 6675's DupThresh.
+const DUPTHRESH: u32 = 3;
 
 /// Counters of one sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,6 +47,8 @@ pub struct TcpStats {
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// Tail-loss probes sent (RACK-TLP).
+    pub loss_probes: u64,
 }
 
 /// One window reduction by proportional rate reduction (RFC 6937): the sender spreads the
@@ -71,6 +98,71 @@ impl Prr {
     }
 }
 
+/// How a sender recovers from loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recovery {
+    /// NewReno; with `sack`, a timeout skips what the receiver holds.
+    NewReno { sack: bool },
+    /// The SACK scoreboard: RACK-TLP (`rack`) or RFC 6675's duplicate threshold; after a
+    /// timeout the SACK marks are kept, or cleared (`clear_on_timeout`, ns-2).
+    Scoreboard { rack: bool, clear_on_timeout: bool },
+}
+
+/// Linux's RTT estimator (`tcp_rtt_estimator`, `__tcp_set_rto`, Linux 6.x), in
+/// microseconds as the kernel keeps it: `srtt8` is 8 × SRTT and `mdev` 4 × the mean
+/// deviation; `rttvar` is the largest `mdev` of the last round trip, never below the
+/// minimum RTO, and RTO = SRTT + `rttvar`.
+#[derive(Clone, Copy, Debug, Default)]
+struct LinuxRtt {
+    srtt8: i64,
+    mdev: i64,
+    mdev_max: i64,
+    rttvar: i64,
+    /// The estimator decays `rttvar` once this sequence is acknowledged (once per RTT).
+    rtt_seq: u64,
+}
+
+impl LinuxRtt {
+    /// One sample of `m` µs with `snd_una` and `snd_nxt` as they are; returns the RTO in µs.
+    fn sample(&mut self, m: i64, rto_min: i64, snd_una: u64, snd_nxt: u64) -> i64 {
+        if self.srtt8 != 0 {
+            let mut m = m - (self.srtt8 >> 3);
+            self.srtt8 += m;
+            if m < 0 {
+                m = -m - (self.mdev >> 2);
+                // RTT falling: a smaller gain on mdev, so RTO does not grow (Eifel).
+                if m > 0 {
+                    m >>= 3;
+                }
+            } else {
+                m -= self.mdev >> 2;
+            }
+            self.mdev += m;
+            if self.mdev > self.mdev_max {
+                self.mdev_max = self.mdev;
+                if self.mdev_max > self.rttvar {
+                    self.rttvar = self.mdev_max;
+                }
+            }
+            if snd_una > self.rtt_seq {
+                if self.mdev_max < self.rttvar {
+                    self.rttvar -= (self.rttvar - self.mdev_max) >> 2;
+                }
+                self.rtt_seq = snd_nxt;
+                self.mdev_max = rto_min;
+            }
+        } else {
+            self.srtt8 = m << 3;
+            self.mdev = m << 1;
+            self.rttvar = self.mdev.max(rto_min);
+            self.mdev_max = self.rttvar;
+            self.rtt_seq = snd_nxt;
+        }
+        self.srtt8 = self.srtt8.max(1);
+        (self.srtt8 >> 3) + self.rttvar
+    }
+}
+
 /// The sending end of a TCP flow.
 pub struct TcpSender {
     flow: FlowId,
@@ -112,6 +204,19 @@ pub struct TcpSender {
     min_rtt: Dur,
     min_rto: Dur,
     max_rto: Dur,
+    /// Linux's estimator, or RFC 6298's (`None`).
+    linux_rtt: Option<LinuxRtt>,
+    recovery: Recovery,
+    board: Scoreboard,
+    /// NewReno with SACK: the ranges the receiver holds above `snd_una`.
+    sacked: Vec<(u64, u64)>,
+    /// After a timeout, until everything sent before it is acknowledged (Linux's Loss
+    /// state).
+    in_loss: bool,
+    /// A tail-loss probe is out and unanswered: the highest byte sent when it left, and
+    /// whether it resent data (rather than sending new data).
+    tlp_high: Option<u64>,
+    tlp_retrans: bool,
     done: bool,
     /// Whether the network measures switch queueing delay for this flow's controller.
     queue_delay: bool,
@@ -121,7 +226,7 @@ pub struct TcpSender {
     line: Rate,
     /// Bytes the window holds back while waiting for the host pacer (0: not waiting).
     pacer_waiting: u64,
-    timers: TimerTable<3>,
+    timers: TimerTable<5>,
     stats: TcpStats,
 }
 
@@ -162,10 +267,23 @@ impl TcpSender {
             ack_stamp: Time::ZERO,
             srtt: None,
             rttvar: Dur::ZERO,
-            rto: cfg.init_rto,
+            rto: cfg.init_rto(),
             min_rtt: Dur::MAX,
-            min_rto: cfg.min_rto,
-            max_rto: cfg.max_rto,
+            min_rto: cfg.min_rto(),
+            max_rto: cfg.max_rto(),
+            linux_rtt: (cfg.profile == Some(TcpProfile::Linux)).then(LinuxRtt::default),
+            recovery: match (cfg.profile, cfg.sack == Some(true)) {
+                (Some(TcpProfile::Linux | TcpProfile::Ns2), true) => Recovery::Scoreboard {
+                    rack: cfg.rack == Some(true),
+                    clear_on_timeout: cfg.profile == Some(TcpProfile::Ns2),
+                },
+                (_, sack) => Recovery::NewReno { sack },
+            },
+            board: Scoreboard::default(),
+            sacked: Vec::new(),
+            in_loss: false,
+            tlp_high: None,
+            tlp_retrans: false,
             done: false,
             queue_delay: flow.telemetry.contains(Telemetry::QUEUE_DELAY),
             next_send_at: Time::ZERO,
@@ -209,13 +327,34 @@ impl TcpSender {
         // The controller's state cannot change while this call sends.
         let pacing = self.cc.pacing_rate();
         let host_paced = self.cc.host_pacer(cx.now());
+        let board = matches!(self.recovery, Recovery::Scoreboard { .. });
         // Bytes the window holds back for the host pacer after this call (0: none); what
         // was registered before stays in the pacer's backlog until then, so that its rate
         // update sees it.
         let mut held_back = 0;
-        while self.snd_nxt < end {
-            let len = self.mss.min(end - self.snd_nxt);
-            let in_flight = self.snd_nxt - self.snd_una;
+        loop {
+            // What goes next: with the scoreboard, a segment marked lost before new data
+            // (RFC 6675's NextSeg); otherwise the next new byte, skipping what the receiver
+            // is known to hold after a timeout.
+            let lost = if board { self.board.next_lost() } else { None };
+            let (seq, len) = match lost {
+                Some((s, e)) => (s, e - s),
+                None => {
+                    // Only after a timeout is `snd_nxt` below data already sent.
+                    if self.snd_nxt < self.high_tx && !board {
+                        self.skip_sacked();
+                    }
+                    if self.snd_nxt >= end {
+                        break;
+                    }
+                    (self.snd_nxt, self.mss.min(end - self.snd_nxt))
+                }
+            };
+            let in_flight = if board {
+                self.board.pipe()
+            } else {
+                self.snd_nxt - self.snd_una
+            };
             if let Some(prr) = &self.prr {
                 // During a reduction PRR, not the window, says how much may leave.
                 if prr.sndcnt == 0 {
@@ -249,8 +388,15 @@ impl TcpSender {
                     pacer.send(now, wire);
                 }
             }
-            self.send_segment(self.snd_nxt, cx);
-            self.snd_nxt += len;
+            self.send_segment(seq, cx);
+            if lost.is_some() {
+                self.board.retransmitted(seq, cx.now());
+            } else {
+                if board {
+                    self.board.sent_new(seq, seq + len, cx.now());
+                }
+                self.snd_nxt += len;
+            }
             if let Some(rate) = pacing {
                 let gap = rate.max(Rate::from_bps(1)).tx_time(u64::from(wire));
                 self.next_send_at = cx.now() + gap;
@@ -262,6 +408,55 @@ impl TcpSender {
         if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
             cx.arm_in(&mut self.timers, T_RTO, self.rto);
         }
+        if board {
+            self.schedule_loss_probe(cx);
+        }
+    }
+
+    /// NewReno with SACK after a timeout: moves `snd_nxt` past data the receiver holds, so
+    /// that only what it lacks is sent again.
+    #[inline]
+    fn skip_sacked(&mut self) {
+        while let Some(&(s, e)) = self.sacked.first() {
+            if e <= self.snd_una {
+                self.sacked.remove(0);
+            } else if s <= self.snd_nxt && self.snd_nxt < e {
+                self.snd_nxt = e;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// RFC 8985 §7.2 as Linux's `tcp_schedule_loss_probe` (Linux 6.x): with RACK-TLP, in
+    /// neither recovery nor loss and with data out, a probe in two round trips (plus 200 ms
+    /// if one segment is out, for the receiver's delayed ACK, else plus 2 ms), no later than
+    /// the retransmission timer.
+    fn schedule_loss_probe<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
+        let Recovery::Scoreboard { rack: true, .. } = self.recovery else {
+            return;
+        };
+        if self.in_recovery || self.in_loss || self.tlp_high.is_some() || self.board.is_empty() {
+            self.timers.cancel(T_TLP);
+            return;
+        }
+        let now = cx.now();
+        let mut pto = match self.srtt {
+            Some(srtt) => {
+                let one_out = self.snd_nxt - self.snd_una <= self.mss;
+                srtt * 2
+                    + if one_out {
+                        TLP_DELACK_ALLOWANCE
+                    } else {
+                        TLP_MARGIN
+                    }
+            }
+            None => Dur::from_secs(1),
+        };
+        if let Some(rto_at) = self.timers.deadline(T_RTO) {
+            pto = pto.min(rto_at.saturating_since(now));
+        }
+        cx.arm(&mut self.timers, T_TLP, now + pto);
     }
 
     /// With the host pacer: when it lets the next packet out, if not now (the pacer is
@@ -329,6 +524,21 @@ impl TcpSender {
         if self.done {
             return;
         }
+        match self.recovery {
+            Recovery::Scoreboard { rack, .. } => self.on_ack_board(p, rack, cx),
+            Recovery::NewReno { sack } => {
+                if sack && let Some(ext) = cx.packet_ext() {
+                    for (s, e) in decode_sack(p.ack, ext) {
+                        insert_range(&mut self.sacked, s, e);
+                    }
+                }
+                self.on_ack_newreno(p, cx);
+            }
+        }
+    }
+
+    /// An ACK under NewReno recovery (RFC 6582).
+    fn on_ack_newreno<S: Sched>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, TcpHost>) {
         let now = cx.now();
         let a = p.ack;
         let ece = p.flags & FLAG_ECE != 0;
@@ -456,6 +666,211 @@ impl TcpSender {
         self.try_send(cx);
     }
 
+    /// An ACK with the SACK scoreboard (RFC 6675; RACK-TLP of RFC 8985 with `rack`).
+    fn on_ack_board<S: Sched>(
+        &mut self,
+        p: &Packet,
+        rack: bool,
+        cx: &mut EndpointCx<'_, S, TcpHost>,
+    ) {
+        let now = cx.now();
+        let a = p.ack;
+        let ece = p.flags & FLAG_ECE != 0;
+        if p.flags & FLAG_RWND != 0 {
+            self.rwnd = p.seq;
+        }
+        self.ack_stamp = p.sent_at;
+        let flight_before = self.board.pipe();
+        let res = match cx.packet_ext() {
+            Some(ext) => self.board.on_ack(a, decode_sack(a, ext), now, self.min_rtt),
+            None => self.board.on_ack(a, core::iter::empty(), now, self.min_rtt),
+        };
+        let mut rtt = None;
+        let mut round_start = false;
+        let acked = a.saturating_sub(self.snd_una);
+        if acked > 0 {
+            self.snd_una = a;
+            let r = now.saturating_since(p.echo);
+            self.sample_rtt(r);
+            rtt = Some(r);
+            round_start = self.snd_una >= self.round_end;
+            if round_start {
+                self.round_end = self.snd_nxt;
+            }
+            if (self.in_recovery || self.in_loss) && self.recover.is_some_and(|r| a >= r) {
+                self.in_recovery = false;
+                self.in_loss = false;
+                self.prr = None;
+            }
+            if self
+                .prr
+                .is_some_and(|p| !self.in_recovery && self.snd_una >= p.end)
+            {
+                self.prr = None; // the ECN reduction is over
+            }
+            self.tlp_acked(a, now);
+        }
+        if ece
+            && !self.in_recovery
+            && !self.in_loss
+            && self.cwr_end.is_none_or(|e| self.snd_una >= e)
+        {
+            self.cc.on_ecn(now, self.board.pipe());
+            self.cwr_end = Some(self.snd_nxt);
+            if self.prr_enabled {
+                self.start_prr(self.board.pipe(), self.snd_nxt, 0);
+            }
+        }
+        // Loss detection: RACK (RFC 8985 §6.2) or RFC 6675's duplicate threshold. After a
+        // timeout everything outstanding is already marked.
+        if !self.in_loss {
+            let marked = if rack {
+                let (marked, next) = self.board.rack_detect(now, self.reo_wnd());
+                match next {
+                    Some(t) => cx.arm(&mut self.timers, T_REO, t),
+                    None => self.timers.cancel(T_REO),
+                }
+                marked
+            } else {
+                self.board.mark_lost_by_dupthresh(DUPTHRESH, self.mss)
+            };
+            if marked > 0 && !self.in_recovery {
+                self.enter_recovery(now, flight_before);
+            }
+        }
+        self.prr_update(res.delivered, self.board.pipe());
+        if acked > 0 {
+            self.controller_ack(p, acked, ece, rtt, round_start, now);
+            if self.snd_una >= cx.shared.limit_bytes {
+                if self.pacer_waiting != 0 {
+                    self.hold_back(0, cx.host_state);
+                }
+                self.finish();
+                return;
+            }
+            // Linux restarts the retransmission timer on every ACK that moves `snd_una`.
+            self.timers.cancel(T_RTO);
+        }
+        self.try_send(cx);
+    }
+
+    /// The controller's share of an ACK that acknowledged `acked` new bytes.
+    fn controller_ack(
+        &mut self,
+        p: &Packet,
+        acked: u64,
+        ece: bool,
+        rtt: Option<Dur>,
+        round_start: bool,
+        now: Time,
+    ) {
+        let in_flight = self.board.pipe();
+        let sample = AckSample {
+            now,
+            acked_bytes: acked,
+            ce_bytes: if ece { acked } else { 0 },
+            in_flight_bytes: in_flight,
+            rtt,
+            min_rtt: self.min_rtt,
+            round_start,
+            // No growth during a reduction, as Linux in its CWR and Recovery states.
+            in_recovery: self.in_recovery || self.prr.is_some(),
+            cwnd_limited: self.cwnd_limited,
+            mss: self.mss,
+            queue_delay: self
+                .queue_delay
+                .then(|| Dur::from_ns(u64::from(p.queue_delay_ns))),
+            rate_echo: p.rate.rate(),
+            data_arrival: Some(p.sent_at),
+            ein: p.flags & FLAG_EIN != 0,
+        };
+        self.cc.on_ack(&sample);
+    }
+
+    /// Enters fast recovery with `flight` bytes out: the controller's cut, once per window.
+    fn enter_recovery(&mut self, now: Time, flight: u64) {
+        self.in_recovery = true;
+        self.recover = Some(self.high_tx);
+        self.cc.on_loss(now, flight);
+        self.cwr_end = Some(self.high_tx);
+        if self.prr_enabled {
+            self.start_prr(flight, self.high_tx, 0);
+        }
+    }
+
+    /// RACK's reordering window (Linux's `tcp_rack_reo_wnd` with no reordering seen, which
+    /// this network only shows with packet spraying): none in recovery or once three
+    /// segments are SACKed, else a quarter of the minimum RTT, at most the smoothed RTT.
+    fn reo_wnd(&self) -> Dur {
+        if self.in_recovery || self.board.sacked_bytes() >= u64::from(DUPTHRESH) * self.mss {
+            return Dur::ZERO;
+        }
+        let quarter = if self.min_rtt == Dur::MAX {
+            Dur::ZERO
+        } else {
+            self.min_rtt / 4
+        };
+        self.srtt.map_or(quarter, |s| quarter.min(s))
+    }
+
+    /// Linux's `tcp_process_tlp_ack`: an ACK beyond a probe that resent data means the
+    /// probe repaired a loss, and the window is cut once (without DSACK the sender cannot
+    /// tell a probe that only duplicated a delivered segment).
+    fn tlp_acked(&mut self, ack: u64, now: Time) {
+        let Some(high) = self.tlp_high else {
+            return;
+        };
+        if ack < high {
+            return;
+        }
+        if !self.tlp_retrans {
+            // A probe of new data: acknowledged, nothing was lost.
+            self.tlp_high = None;
+        } else if ack > high {
+            self.tlp_high = None;
+            self.tlp_retrans = false;
+            self.cc.on_loss(now, self.board.pipe());
+            self.cwr_end = Some(self.snd_nxt);
+        }
+        // An ACK of exactly the probe leaves the episode open, as Linux does: the next ACK
+        // beyond it decides.
+    }
+
+    /// The tail-loss probe (Linux's `tcp_send_loss_probe`): one new segment if there is
+    /// one, whatever the window, else the highest segment not SACKed again; then the
+    /// retransmission timer.
+    fn send_loss_probe<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
+        if self.tlp_high.is_none() && !self.in_recovery && !self.in_loss {
+            let end = cx.shared.limit_bytes;
+            let now = cx.now();
+            if self.snd_nxt < end {
+                let len = self.mss.min(end - self.snd_nxt);
+                let wire = wire_bytes(len as u32 + TCP_IP_HEADER_BYTES);
+                if !self.backpressure || cx.nic_room(wire) {
+                    let seq = self.snd_nxt;
+                    self.send_segment(seq, cx);
+                    self.board.sent_new(seq, seq + len, now);
+                    self.snd_nxt += len;
+                    self.tlp_high = Some(self.snd_nxt);
+                    self.tlp_retrans = false;
+                    self.stats.loss_probes += 1;
+                } else {
+                    self.nic_blocked = true;
+                }
+            } else if let Some((s, _)) = self.board.last_unsacked() {
+                self.send_segment(s, cx);
+                self.board.retransmitted(s, now);
+                self.tlp_high = Some(self.snd_nxt);
+                self.tlp_retrans = true;
+                self.stats.loss_probes += 1;
+            }
+        }
+        self.timers.cancel(T_RTO);
+        if self.snd_una < self.snd_nxt {
+            cx.arm_in(&mut self.timers, T_RTO, self.rto);
+        }
+    }
+
     /// Starts a reduction to the controller's (already reduced) window, from a flight of
     /// `flight` bytes, ending at `end` (RFC 6937: prr_delivered = prr_out = 0).
     fn start_prr(&mut self, flight: u64, end: u64, dup_delivered: u64) {
@@ -481,6 +896,14 @@ impl TcpSender {
     /// RFC 6298 §2: SRTT, RTTVAR and RTO from one sample.
     fn sample_rtt(&mut self, r: Dur) {
         self.min_rtt = self.min_rtt.min(r);
+        if let Some(est) = &mut self.linux_rtt {
+            // Linux's estimator, in whole microseconds as the kernel keeps them.
+            let us = |d: Dur| (d.as_ns() / 1000) as i64;
+            let rto = est.sample(us(r), us(self.min_rto), self.snd_una, self.snd_nxt);
+            self.srtt = Some(Dur::from_us((est.srtt8 >> 3) as u64));
+            self.rto = Dur::from_us(rto as u64).min(self.max_rto);
+            return;
+        }
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -534,7 +957,11 @@ impl TcpSender {
         }
         self.stats.timeouts += 1;
         self.prr = None;
-        self.cc.on_rto(cx.now(), self.snd_nxt - self.snd_una);
+        let flight = match self.recovery {
+            Recovery::Scoreboard { .. } => self.board.pipe(),
+            Recovery::NewReno { .. } => self.snd_nxt - self.snd_una,
+        };
+        self.cc.on_rto(cx.now(), flight);
         // RFC 6298 §5.5: back off; RFC 6582 §4: remember the highest sequence sent so that
         // duplicate ACKs for data sent before the timeout do not trigger fast retransmit.
         self.rto = (self.rto * 2).min(self.max_rto);
@@ -543,9 +970,46 @@ impl TcpSender {
         self.inflation = 0;
         self.dupacks = 0;
         self.cwr_end = Some(self.high_tx);
-        self.snd_nxt = self.snd_una;
         self.round_end = self.snd_una;
+        match self.recovery {
+            Recovery::Scoreboard {
+                clear_on_timeout, ..
+            } => {
+                // Linux's `tcp_enter_loss`: everything not SACKed is lost and resent in
+                // order; ns-2's FullTcp/Sack forgets the SACKs too (`clear_on_timeout_`).
+                self.board.on_timeout(clear_on_timeout);
+                self.in_loss = true;
+                self.tlp_high = None;
+                self.tlp_retrans = false;
+                self.timers.cancel(T_REO);
+                self.timers.cancel(T_TLP);
+            }
+            // Go back to the first byte not acknowledged; with SACK the sender then skips
+            // what the receiver holds.
+            Recovery::NewReno { .. } => self.snd_nxt = self.snd_una,
+        }
         self.try_send(cx);
+    }
+
+    /// RACK's reordering timer: segments that were waiting out the reordering window may
+    /// now count as lost.
+    fn on_reorder_timeout<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
+        if self.done || self.in_loss {
+            return;
+        }
+        let now = cx.now();
+        let flight = self.board.pipe();
+        let (marked, next) = self.board.rack_detect(now, self.reo_wnd());
+        if let Some(t) = next {
+            cx.arm(&mut self.timers, T_REO, t);
+        }
+        if marked > 0 {
+            if !self.in_recovery {
+                self.enter_recovery(now, flight);
+            }
+            self.prr_update(0, self.board.pipe());
+            self.try_send(cx);
+        }
     }
 
     /// The stop time: no new data beyond what has been sent.
@@ -566,6 +1030,10 @@ impl TcpSender {
 
     fn finish(&mut self) {
         self.done = true;
+        self.board.clear();
+        self.sacked.clear();
+        self.timers.cancel(T_REO);
+        self.timers.cancel(T_TLP);
         debug_assert_eq!(
             self.pacer_waiting, 0,
             "finished while waiting for the pacer"
@@ -610,6 +1078,8 @@ impl Sender for TcpSender {
             Some(T_RTO) => self.on_rto(cx),
             Some(T_STOP) => self.on_stop(cx),
             Some(T_PACE) if !self.done => self.try_send(cx),
+            Some(T_REO) => self.on_reorder_timeout(cx),
+            Some(T_TLP) if !self.done => self.send_loss_probe(cx),
             _ => {}
         }
     }
@@ -647,6 +1117,27 @@ mod tests {
             end: 0,
             dup_delivered: 0,
         }
+    }
+
+    /// Linux's estimator: the minimum RTO bounds the variation term, not the whole timer,
+    /// so RTO = SRTT + max(4·mdev, min_rto); RFC 6298 clamps SRTT + 4·RTTVAR from below.
+    #[test]
+    fn linux_rto_adds_the_minimum_to_the_smoothed_rtt() {
+        let mut e = LinuxRtt::default();
+        // A 100 µs RTT with Linux's 200 ms minimum: 200.1 ms, not 200 ms.
+        assert_eq!(e.sample(100, 200_000, 0, 10), 200_100);
+        // Steady samples keep it there; the variation term never falls below the minimum.
+        for k in 1..50 {
+            assert_eq!(e.sample(100, 200_000, k * 10, (k + 1) * 10), 200_100);
+        }
+        // With a 1 ms minimum (a data-centre route), 1.1 ms.
+        let mut d = LinuxRtt::default();
+        assert_eq!(d.sample(100, 1_000, 0, 10), 1_100);
+        // A jump to 5 ms: SRTT moves by an eighth of the error, and the deviation above
+        // the minimum lifts the timer at once.
+        let rto = d.sample(5_000, 1_000, 0, 10);
+        assert_eq!(d.srtt8 >> 3, 100 + (5_000 - 100) / 8);
+        assert!(rto > 100 + (5_000 - 100) / 8 + 1_000, "{rto}");
     }
 
     /// RFC 6937's example: a window of 20 segments halved to 10 after one loss. While the
