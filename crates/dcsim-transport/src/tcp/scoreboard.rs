@@ -259,6 +259,9 @@ impl Scoreboard {
     /// SACKed with at least `dupthresh` SACKed segments above it, or at least
     /// `(dupthresh − 1)·mss + 1` SACKed bytes, is lost. Returns the bytes newly marked.
     pub(crate) fn mark_lost_by_dupthresh(&mut self, dupthresh: u32, mss: u64) -> u64 {
+        if self.sacked == 0 {
+            return 0; // nothing SACKed, nothing above any hole
+        }
         let mut above_segs = 0u32;
         let mut above_bytes = 0u64;
         let mut marked = 0;

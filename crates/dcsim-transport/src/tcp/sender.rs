@@ -533,6 +533,12 @@ impl TcpSender {
                     }
                 }
                 self.on_ack_newreno(p, cx);
+                if !self.sacked.is_empty() {
+                    // Ranges now below the cumulative acknowledgement are done with.
+                    let una = self.snd_una;
+                    let below = self.sacked.partition_point(|r| r.1 <= una);
+                    self.sacked.drain(..below);
+                }
             }
         }
     }
