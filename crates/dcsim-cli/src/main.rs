@@ -112,11 +112,18 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Reproduce a paper experiment (see `dcsim list`): data, result.json and plots.
+    /// Reproduce a paper experiment (see `dcsim list`): data, result.json and plots, and
+    /// a line for each claim tested (REPRODUCED or DIFFERS; the quick form cannot decide)
+    /// and each check. Exits 1 if a check fails.
     Repro {
         /// Experiment name, e.g. xpass-convergence.
-        name: String,
-        /// The short form (well under a minute).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Every experiment, one after the other, each in OUT/NAME (default OUT:
+        /// results/repro, or results/repro-quick).
+        #[arg(long)]
+        all: bool,
+        /// The short form (seconds to a few minutes; a smoke test that decides no claim).
         #[arg(long)]
         quick: bool,
         /// Output folder (default: results/repro/NAME, or NAME-quick).
@@ -286,12 +293,20 @@ fn main() -> ExitCode {
         }),
         Cmd::Repro {
             name,
+            all,
             quick,
             out,
             jobs,
             fresh,
             json,
-        } => repro(&name, quick, out, jobs, fresh, json),
+        } => {
+            let jobs =
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            match name {
+                Some(name) if !all => repro(&name, quick, out, jobs, fresh, json),
+                _ => repro_all(quick, out, jobs, fresh),
+            }
+        }
         Cmd::ArbiterBench {
             nodes,
             arch,
@@ -410,16 +425,12 @@ fn repro(
     name: &str,
     quick: bool,
     out: Option<PathBuf>,
-    jobs: Option<usize>,
+    jobs: usize,
     fresh: bool,
     json: bool,
 ) -> ExitCode {
-    if !dcsim_repro::EXPERIMENTS.iter().any(|e| e.name == name) {
-        let names: Vec<&str> = dcsim_repro::EXPERIMENTS.iter().map(|e| e.name).collect();
-        eprintln!(
-            "error: no experiment named {name:?}; experiments: {}",
-            names.join(", ")
-        );
+    if let Err(e) = dcsim_repro::experiment(name) {
+        eprintln!("error: {e}");
         return ExitCode::from(2);
     }
     let out = out.unwrap_or_else(|| {
@@ -429,34 +440,87 @@ fn repro(
             name.to_string()
         })
     });
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let wall = std::time::Instant::now();
-    match dcsim_repro::run(name, quick, out.clone(), jobs, fresh) {
-        Ok(result) => {
-            // The figures that have a verdict, then where everything is; the whole of
-            // result.json is in the folder (and `--json` prints it).
+    let opts = dcsim_repro::Options {
+        quick,
+        out,
+        jobs,
+        fresh,
+        siblings: None,
+    };
+    match run_one(name, &opts) {
+        Some(o) => {
             if json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&result).unwrap_or_default()
+                    serde_json::to_string_pretty(&o.result).unwrap_or_default()
                 );
-            } else if let Some(checks) = result.get("checks") {
-                println!(
-                    "{name}: checks {}",
-                    serde_json::to_string(checks).unwrap_or_default()
-                );
+            }
+            if o.failed_checks() > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        None => ExitCode::from(1),
+    }
+}
+
+/// Runs one experiment, prints its claims and checks and where its results are; `None`
+/// (with the error printed) if it could not run.
+fn run_one(name: &str, opts: &dcsim_repro::Options) -> Option<dcsim_repro::Outcome> {
+    let wall = std::time::Instant::now();
+    match dcsim_repro::run(name, opts) {
+        Ok(o) => {
+            for line in o.lines() {
+                println!("{name}: {line}");
             }
             eprintln!(
                 "{name}: done in {:.1} s; result.json, CSV data and plots in {}",
                 wall.elapsed().as_secs_f64(),
-                out.display()
+                opts.out.display()
             );
-            ExitCode::SUCCESS
+            let failed = o.failed_checks();
+            if failed > 0 {
+                eprintln!("error: {name}: {failed} check(s) failed (lines marked FAILED above)");
+            }
+            Some(o)
         }
         Err(e) => {
             eprintln!("error: {name}: {e}");
-            ExitCode::from(1)
+            None
         }
+    }
+}
+
+/// `dcsim repro --all`: every experiment in `out/NAME`; xpass-zero-loss reads the
+/// microbenchmarks' folders there. Goes on after a failure; exits 1 if any experiment
+/// failed to run or failed a check.
+fn repro_all(quick: bool, out: Option<PathBuf>, jobs: usize, fresh: bool) -> ExitCode {
+    let root = out.unwrap_or_else(|| {
+        PathBuf::from(if quick {
+            "results/repro-quick"
+        } else {
+            "results/repro"
+        })
+    });
+    let mut bad = Vec::new();
+    for e in dcsim_repro::EXPERIMENTS {
+        let opts = dcsim_repro::Options {
+            quick,
+            out: root.join(e.name),
+            jobs,
+            fresh,
+            siblings: Some(root.clone()),
+        };
+        if run_one(e.name, &opts).is_none_or(|o| o.failed_checks() > 0) {
+            bad.push(e.name);
+        }
+    }
+    if bad.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: failed: {}", bad.join(", "));
+        ExitCode::from(1)
     }
 }
 

@@ -227,17 +227,18 @@ fn repro(
     jobs: usize,
     fresh: bool,
 ) -> PyResult<String> {
-    if !dcsim_repro::EXPERIMENTS.iter().any(|e| e.name == name) {
-        let names: Vec<&str> = dcsim_repro::EXPERIMENTS.iter().map(|e| e.name).collect();
-        return Err(PyValueError::new_err(format!(
-            "no experiment named {name:?}; experiments: {}",
-            names.join(", ")
-        )));
-    }
-    let result = py
-        .detach(|| dcsim_repro::run(name, quick, out, jobs.max(1), fresh))
+    dcsim_repro::experiment(name).map_err(PyValueError::new_err)?;
+    let opts = dcsim_repro::Options {
+        quick,
+        out,
+        jobs: jobs.max(1),
+        fresh,
+        siblings: None,
+    };
+    let outcome = py
+        .detach(|| dcsim_repro::run(name, &opts))
         .map_err(|e| PyRuntimeError::new_err(format!("{name}: {e}")))?;
-    serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    serde_json::to_string(&outcome.result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// A sweep's arguments, as `dcsim sweep` takes them, sent from Python as JSON.

@@ -213,6 +213,9 @@ def test_repro_returns_result_json_and_tables(tmp_path):
     assert set(plot.columns) >= {"panel", "series", "x", "y"} and len(plot) > 0
     assert set(plot["series"]) >= {"code", "workshop"}
     assert all(len(t) > 0 for t in rep.tables.values())
+    assert list(rep.claims["id"]) == ["saturates-small"]
+    assert set(rep.claims["verdict"]) == {"smoke test (quick form): cannot decide"}
+    assert rep.checks["passed"].all() and len(rep.checks) > 0
     assert "xpass-credit-queue" in dcsim.experiments()
     with pytest.raises(ValueError, match="no experiment"):
         dcsim.repro("no-such-thing")

@@ -23,6 +23,8 @@ pub struct Ctx {
     /// Run every run again, even when its folder holds complete results of the same
     /// scenario.
     pub fresh: bool,
+    /// Where the other experiments' folders are (see [`crate::Options::siblings`]).
+    pub siblings: Option<PathBuf>,
     pool: rayon::ThreadPool,
     /// In a planning context ([`Ctx::planning`]), the runs given to [`Ctx::run_many`].
     #[cfg(test)]
@@ -71,6 +73,7 @@ impl Ctx {
             out,
             jobs,
             fresh: false,
+            siblings: None,
             pool,
             #[cfg(test)]
             planned: None,

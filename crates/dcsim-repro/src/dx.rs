@@ -269,7 +269,7 @@ pub fn dx_queue(ctx: &Ctx) -> Result<Value, String> {
                     } else {
                         Value::Null
                     };
-                    put(&mut out, &["checks", key, &k(g), &k(n)], ratio);
+                    put(&mut out, &["ratios", key, &k(g), &k(n)], ratio);
                 }
             }
         }

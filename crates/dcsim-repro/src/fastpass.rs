@@ -239,6 +239,7 @@ pub fn fastpass_zero_queue(ctx: &Ctx) -> Result<Value, String> {
         &mut out,
         &["parameters"],
         json!({
+            "flows_per_run": flows,
             "topology": format!("leaf-spine: {LEAVES} leaves x {HOSTS_PER_LEAF} hosts, \
                 {SPINES} spines (full bisection), {GBPS} Gb/s, {DELAY_US} us per link (ours)"),
             "workload": format!("web search, Poisson, load relative to host links, uniform \

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod build;
+mod claims;
 mod common;
 mod dx;
 mod fastpass;
@@ -17,12 +18,14 @@ mod fattree;
 mod oracle;
 mod pulser;
 mod sdn;
+mod verdict;
 mod xpass;
 
 use std::path::PathBuf;
 
 pub use common::{Ctx, Plot, Series};
 use serde_json::Value;
+pub use verdict::{Bound, Check, Claim, Verdict, Verdicts};
 
 /// An experiment: name, one-line description, and the function that runs it.
 pub struct Experiment {
@@ -32,6 +35,8 @@ pub struct Experiment {
     pub description: &'static str,
     /// Runs it; returns the contents of result.json.
     pub run: fn(&Ctx) -> Result<Value, String>,
+    /// Its claims and checks, read from result.json.
+    pub judge: claims::Judge,
 }
 
 /// Every experiment, in the order `dcsim list` shows them.
@@ -41,109 +46,182 @@ pub const EXPERIMENTS: &[Experiment] = &[
         description: "a second flow joins: ExpressPass vs DCTCP and RCP at 10 and 100 Gb/s, \
             convergence time",
         run: xpass::convergence::run,
+        judge: claims::convergence,
     },
     Experiment {
         name: "xpass-join-leave",
         description: "five flows join then leave one by one: throughput, queues, fairness",
         run: xpass::join_leave::run,
+        judge: claims::join_leave,
     },
     Experiment {
         name: "xpass-flow-scalability",
         description: "N = 4..2048 long flows on one bottleneck: utilization, Jain, max queue",
         run: xpass::flow_scalability::run,
+        judge: claims::flow_scalability,
     },
     Experiment {
         name: "xpass-multi-bottleneck",
         description: "parking lot with 1..6 bottlenecks: min link utilization per feedback law",
         run: xpass::multi_bottleneck::run,
+        judge: claims::multi_bottleneck,
     },
     Experiment {
         name: "xpass-multi-bottleneck-fairness",
         description: "one sender, N + 1 flows; N flows' credits squeezed upstream: flow 0's share vs max-min",
         run: xpass::multi_bottleneck_fairness::run,
+        judge: claims::multi_bottleneck_fairness,
     },
     Experiment {
         name: "xpass-credit-queue",
         description: "credit queue capacity 1..128 credits vs utilization",
         run: xpass::credit_queue::run,
+        judge: claims::credit_queue,
     },
     Experiment {
         name: "xpass-jitter",
         description: "credit jitter 0.01..0.08 x 1..1024 flows: Jain fairness over 1 ms",
         run: xpass::jitter::run,
+        judge: claims::jitter,
     },
     Experiment {
         name: "xpass-shuffle",
         description: "all-to-all shuffle on one ToR: FCT CDF, ExpressPass vs DCTCP",
         run: xpass::shuffle::run,
+        judge: claims::shuffle,
     },
     Experiment {
         name: "xpass-fattree",
         description: "192-host fat-tree, data mining and web search at load 0.6, 10 and 40 Gb/s, \
             ExpressPass, DCTCP, HULL, DX: FCT per size bucket, queues per tier",
         run: fattree::fattree,
+        judge: claims::fattree,
     },
     Experiment {
         name: "dx-queue",
         description: "2-30 long flows on a 1 or 10 Gb/s bottleneck: DX vs DCTCP queueing delay \
             and utilization; DX under timestamp errors",
         run: dx::dx_queue,
+        judge: claims::dx,
     },
     Experiment {
         name: "fct-oracle",
         description: "one 10 Gb/s bottleneck at load 0.5: slowdown per size bucket, ExpressPass \
             and DCTCP beside ideal fair sharing",
         run: oracle::fct_oracle,
+        judge: claims::fct_oracle,
     },
     Experiment {
         name: "pulser-leafspine",
         description: "400-host leaf-spine, Pulser mix at loads 20-80 %, incast degree 24 (32, 40): \
             DCTCP, ICTCP, Pulser, Ideal: short-flow FCT, long-flow throughput, one incast episode",
         run: pulser::pulser_leafspine,
+        judge: claims::pulser,
     },
     Experiment {
         name: "fastpass-zero-queue",
         description: "64-host full-bisection leaf-spine, web search at loads 20-80 %: Fastpass \
             (arbiter in the network) vs DCTCP vs ExpressPass: queues per tier, FCT, overhead",
         run: fastpass::fastpass_zero_queue,
+        judge: claims::fastpass,
     },
     Experiment {
         name: "sdn-ecn",
         description: "the central-control thesis's three 100 Mb/s set-ups: long CUBIC flows plus a \
             2 MB interactive flow; CUBIC, RED, ECN marking and the SDN ECN controller",
         run: sdn::sdn_ecn,
+        judge: claims::sdn_ecn,
     },
     Experiment {
         name: "xpass-zero-loss",
         description: "every ExpressPass microbenchmark above: data-packet drops (must be zero)",
         run: xpass::zero_loss::run,
+        judge: claims::zero_loss,
     },
 ];
 
-/// Runs experiment `name` and writes its outputs into `out`.
+/// A finished experiment: result.json's contents and its claims and checks.
+pub struct Outcome {
+    /// result.json, `claims` and `checks` included.
+    pub result: Value,
+    /// The claims and checks.
+    pub verdicts: Verdicts,
+    /// Whether it was the quick form (whose claims are undecided).
+    pub quick: bool,
+}
+
+impl Outcome {
+    /// One line per claim and per check.
+    pub fn lines(&self) -> Vec<String> {
+        self.verdicts.lines(self.quick)
+    }
+
+    /// How many checks failed.
+    pub fn failed_checks(&self) -> usize {
+        self.verdicts.failed().count()
+    }
+}
+
+/// The experiment named `name`.
+pub fn experiment(name: &str) -> Result<&'static Experiment, String> {
+    EXPERIMENTS.iter().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
+        format!(
+            "no experiment named {name:?}; experiments: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// How to run an experiment.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The quick form.
+    pub quick: bool,
+    /// Output folder.
+    pub out: PathBuf,
+    /// Worker threads for independent runs.
+    pub jobs: usize,
+    /// Run every run again, even when its folder holds complete results.
+    pub fresh: bool,
+    /// Where the other experiments' folders are (`dcsim repro --all`): xpass-zero-loss
+    /// reads the microbenchmarks there (reusing their finished runs) instead of under its
+    /// own folder.
+    pub siblings: Option<PathBuf>,
+}
+
+/// Runs experiment `name` and writes its outputs into `opts.out`.
 ///
-/// Runs already complete in `out` (same scenario) are reused unless `fresh`.
-pub fn run(
-    name: &str,
-    quick: bool,
-    out: PathBuf,
-    jobs: usize,
-    fresh: bool,
-) -> Result<Value, String> {
-    let e = EXPERIMENTS
-        .iter()
-        .find(|e| e.name == name)
-        .ok_or_else(|| format!("no experiment named {name:?}; `dcsim list` shows them"))?;
-    let mut ctx = Ctx::new(quick, out, jobs)?;
-    ctx.fresh = fresh;
-    let mut result = (e.run)(&ctx)?;
+/// Runs already complete in the output folder (same scenario) are reused unless
+/// `opts.fresh`.
+pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
+    let e = experiment(name)?;
+    let mut ctx = Ctx::new(opts.quick, opts.out.clone(), opts.jobs)?;
+    ctx.fresh = opts.fresh;
+    ctx.siblings = opts.siblings.clone();
+    run_in(e, &ctx)
+}
+
+/// Runs `e` in `ctx`, judges it, and writes result.json and the plots.
+pub(crate) fn run_in(e: &Experiment, ctx: &Ctx) -> Result<Outcome, String> {
+    let mut result = (e.run)(ctx)?;
+    let mut verdicts = Verdicts::default();
+    claims::shared(&result, &mut verdicts);
+    (e.judge)(&result, &mut verdicts);
+    let (claims, checks) = verdicts.to_json(ctx.quick);
     if let Value::Object(m) = &mut result {
-        m.insert("experiment".into(), Value::from(name));
-        m.insert("quick".into(), Value::from(quick));
+        m.insert("experiment".into(), Value::from(e.name));
+        m.insert("quick".into(), Value::from(ctx.quick));
+        m.insert("claims".into(), claims);
+        m.insert("checks".into(), checks);
     }
     ctx.write_json("result.json", &result)?;
     ctx.render_plots()?;
-    Ok(result)
+    Ok(Outcome {
+        result,
+        verdicts,
+        quick: ctx.quick,
+    })
 }
 
 #[cfg(test)]

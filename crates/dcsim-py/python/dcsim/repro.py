@@ -22,7 +22,8 @@ class Repro:
     DataFrame (``panel``, ``xlabel``, ``ylabel``, ``series``, ``x``, ``y``, and ``category``
     for bar charts); ``tables`` the CSV files the experiment wrote (``fct_buckets``,
     ``throughput``, ..., by file stem); ``out`` the folder holding them and every run's own
-    results (``out/runs/NAME``).
+    results (``out/runs/NAME``). ``claims`` and ``checks`` are result.json's claims tested
+    (with their verdicts) and checks, one row each.
     """
 
     name: str
@@ -30,6 +31,16 @@ class Repro:
     result: dict[str, Any]
     plots: dict[str, pd.DataFrame] = field(default_factory=dict)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def claims(self) -> pd.DataFrame:
+        """The paper's claims the experiment tests: id, paper, metric, measured, bound, verdict."""
+        return pd.DataFrame(self.result.get("claims", []))
+
+    @property
+    def checks(self) -> pd.DataFrame:
+        """What must hold in any form: id, what, measured, bound, passed."""
+        return pd.DataFrame(self.result.get("checks", []))
 
     def __repr__(self) -> str:
         return f"<dcsim.Repro {self.name!r} in {str(self.out)!r}: plots {sorted(self.plots)}, tables {sorted(self.tables)}>"

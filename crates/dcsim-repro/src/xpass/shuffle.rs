@@ -66,7 +66,11 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             .map(|x| x as f64 / 1e6)
             .collect();
         fct.sort_by(f64::total_cmp);
-        let q = |p: f64| fct[((p * fct.len() as f64).ceil() as usize).clamp(1, fct.len()) - 1];
+        // Null where no flow finished (the claims then read it as missing).
+        let q = |p: f64| {
+            let i = (p * fct.len() as f64).ceil() as usize;
+            (!fct.is_empty()).then(|| fct[i.clamp(1, fct.len()) - 1])
+        };
         put(&mut out, &["fct_ms", key, "p50"], q(0.5));
         put(&mut out, &["fct_ms", key, "p99"], q(0.99));
         put(&mut out, &["fct_ms", key, "max"], q(1.0));
