@@ -7,6 +7,7 @@ Not part of CI (ns-3 is a large install). Usage:
     /tmp/ns3venv/bin/python validation/ns3_dctcp_dumbbell.py > /tmp/ns3.json
     cargo run --release -p dcsim-cli -- run scenarios/dctcp-dumbbell.toml \\
         --set transport.profile=linux --set transport.min_rto=1ms --set transport.sack=false \\
+        --set transport.delayed_ack=false --set transport.rcv_buf=64MiB \\
         --set output.timeseries.every=10us --out /tmp/dcsim-linux
     python3 validation/ns3_dctcp_dumbbell.py --compare /tmp/ns3.json /tmp/dcsim-linux
 

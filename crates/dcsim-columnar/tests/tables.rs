@@ -138,7 +138,10 @@ fn tables_and_parquet_equal_the_csv_files_tcp_with_timeseries() {
     );
     assert!(r.samples().unwrap().is_some_and(|s| !s.is_empty()));
     assert!(r.events().unwrap().is_some_and(|e| !e.is_empty()));
-    assert_eq!(r.flow_counter_columns(), ["timeouts"]);
+    assert_eq!(
+        r.flow_counter_columns(),
+        ["timeouts", "loss_probes", "rwnd_limited", "sndbuf_limited"]
+    );
     check_run(&r, &dir);
 }
 

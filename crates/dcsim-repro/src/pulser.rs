@@ -80,9 +80,12 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
                 _ => CcSpec::Dctcp(DctcpConfig::default()),
             },
             profile: Some(TcpProfile::Linux),
-            // Our data-centre timers (the profile's are Linux's 200 ms and 1 s).
+            // Our data-centre timers (the profile's are Linux's 200 ms and 1 s), and one
+            // ACK per segment: Linux's 40 ms delayed-ACK timer beside a 1 ms RTO would
+            // time out every lone segment.
             min_rto: Some(Dur::from_ms(1)),
             init_rto: Some(Dur::from_ms(1)),
+            delayed_ack: Some(dcsim::transport::tcp::DelayedAck::Off),
             ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
             ..TcpConfig::default()
         }),
@@ -310,7 +313,9 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             "arrivals_until": format!("{}ms", until.as_secs_f64() * 1e3),
             "switch_queues": "250 packets, ECN at K = 65 packets; Pulser: EIN over the same \
                 (N = 50, threshold 0.25 of the line rate, high watermark 130 packets)",
-            "tcp": "profile linux (the paper ran ns-3, which follows Linux), DCTCP g = 1/16",
+            "tcp": "profile linux (the paper ran ns-3, which follows Linux): SACK, RACK-TLP, \
+                PRR, 6 MB receive buffer; minimum and initial RTO 1 ms and one ACK per segment \
+                (ours); DCTCP g = 1/16",
             "ictcp": "DCTCP senders under ICTCP receive windows (alpha 0.9, gamma 0.1/0.5)",
             "pulser": "DCTCP with cwnd_safe = 4 segments",
             "ideal": "transport ideal: every flow paced at its max-min fair rate over the \

@@ -310,9 +310,9 @@ pub fn sdn_ecn(ctx: &Ctx) -> Result<Value, String> {
             "queues": format!("drop-tail {QUEUE_PKTS} packets on switches and NICs (Linux \
                 txqueuelen, Mininet); red / ecn: RED over the same queue, min 30 KB, max 90 KB, \
                 max_p 0.02, w_q 0.002 (the tc-red(8) example; ours)"),
-            "tcp": "CUBIC (C 0.4, beta 0.7) with HyStart, profile linux (SACK, RACK-TLP, PRR), \
-                min RTO 200 ms, initial RTO 1 s, no delayed ACKs; ECN on for ecn and the \
-                controller",
+            "tcp": "CUBIC (C 0.4, beta 0.7) with HyStart, profile linux (SACK, RACK-TLP, PRR, \
+                Linux's delayed ACKs, 6 MB receive buffer), min RTO 200 ms, initial RTO 1 s; \
+                ECN on for ecn and the controller",
             "long_flows": "from 0 s to the end",
             "interactive": format!("{INTERACTIVE_BYTES} B from the first long flow's source to its \
                 destination, {reps} times, at {FIRST_S} s + {EVERY_S} s x i (spacing ours)"),

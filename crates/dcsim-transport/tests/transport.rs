@@ -124,7 +124,7 @@ fn fixed(
     let open = move |info: &FlowInfo| {
         let cfg = TcpConfig::default();
         (
-            TcpSender::new(&cfg, Cc::Custom(Box::new(cc)), info),
+            TcpSender::new(&cfg, Cc::Custom(Box::new(cc)), info, None),
             TcpReceiver::new(&cfg, info),
         )
     };
@@ -307,10 +307,95 @@ fn a_tail_loss_is_repaired_by_the_loss_probe() {
     );
     let done = run.completed_at.expect("completes");
     assert!(done < Time::from_dur(Dur::from_ms(5)), "{done:?}");
-    let one = lossy_run(TcpProfile::Linux, 2, 40 * 1460, &[39]);
+    // One ACK per segment, so that the lost segment is the only one out.
+    let cfg = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        delayed_ack: Some(dcsim_transport::tcp::DelayedAck::Off),
+        ..TcpConfig::default()
+    };
+    let one = lossy_run_with(&cfg, 2, 40 * 1460, &[39]);
     let (s, done) = (one.tx.stats(), one.completed_at.expect("completes"));
     assert_eq!((s.timeouts, s.loss_probes), (0, 1), "{s:?}");
     assert!(done > Time::from_dur(Dur::from_ms(200)), "{done:?}");
+}
+
+/// Linux's delayed ACKs: the first 16 segments are acknowledged one by one (quick ACKs),
+/// then every second one; the last segment at once (the flow is complete).
+#[test]
+fn linux_acks_quickly_then_every_second_segment() {
+    use dcsim_transport::TcpProfile;
+    let run = lossy_run(TcpProfile::Linux, 2, 100 * 1460, &[]);
+    let acks = run
+        .deliveries
+        .iter()
+        .filter(|d| !d.to_receiver && d.packet.payload_bytes == 0 && d.packet.ack > 0)
+        .count();
+    assert_eq!(acks, 16 + 84 / 2, "ACKs of 100 segments");
+    let s = run.tx.stats();
+    assert_eq!((s.timeouts, s.retransmits), (0, 0), "{s:?}");
+}
+
+/// A receive buffer of 20 segments advertises 10 (half of it): at most 10 segments are
+/// ever unacknowledged, so 200 segments over a 400 µs round trip take at least 20 round
+/// trips, and the sender reports being held by the receiver's window.
+#[test]
+fn the_receive_window_bounds_what_is_in_flight() {
+    use dcsim_transport::TcpProfile;
+    let cfg = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        rcv_buf: Some(dcsim_engine::ByteSize(20 * 1460)),
+        ..TcpConfig::default()
+    };
+    let run = lossy_run_with(&cfg, 100, 200 * 1460, &[]);
+    let mut out = 0i64;
+    let mut most = 0;
+    let mut acked = 0u64;
+    let mut sent = 0u64;
+    for d in &run.deliveries {
+        // Segments reach the receiver in order, ACKs the sender in order: what has arrived
+        // minus what has been acknowledged bounds what the sender had out.
+        if d.to_receiver && d.packet.payload_bytes > 0 {
+            sent = sent.max(d.packet.seq + u64::from(d.packet.payload_bytes));
+        } else if !d.to_receiver {
+            acked = acked.max(d.packet.ack);
+        }
+        out = (sent - acked.min(sent)) as i64;
+        most = most.max(out);
+    }
+    assert!(out >= 0 && most <= 10 * 1460, "{most} bytes out");
+    let done = run.completed_at.expect("completes");
+    assert!(done > Time::from_dur(Dur::from_ms(8)), "{done:?}");
+    assert!(run.tx.stats().rwnd_limited > 0);
+    let free = lossy_run(TcpProfile::Linux, 100, 200 * 1460, &[]);
+    assert!(free.completed_at.expect("completes") < done);
+}
+
+/// A send buffer of 12 segments: at most 12 segments are ever unacknowledged, so 200
+/// segments take at least 16 round trips of 400 µs, and the sender reports being held by
+/// its buffer, not the receiver's window.
+#[test]
+fn the_send_buffer_bounds_what_is_unacknowledged() {
+    use dcsim_transport::TcpProfile;
+    let cfg = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        snd_buf: Some(dcsim_engine::ByteSize(12 * 1460)),
+        ..TcpConfig::default()
+    };
+    let run = lossy_run_with(&cfg, 100, 200 * 1460, &[]);
+    let (mut sent, mut acked, mut most) = (0u64, 0u64, 0u64);
+    for d in &run.deliveries {
+        if d.to_receiver && d.packet.payload_bytes > 0 {
+            sent = sent.max(d.packet.seq + u64::from(d.packet.payload_bytes));
+        } else if !d.to_receiver {
+            acked = acked.max(d.packet.ack);
+        }
+        most = most.max(sent.saturating_sub(acked));
+    }
+    assert!(most <= 12 * 1460 && most > 10 * 1460, "{most} bytes out");
+    let done = run.completed_at.expect("completes");
+    assert!(done > Time::from_dur(Dur::from_us(16 * 400)), "{done:?}");
+    let st = run.tx.stats();
+    assert!(st.sndbuf_limited > 0 && st.rwnd_limited == 0, "{st:?}");
 }
 
 /// After a timeout the sender resends only what the receiver lacks: segments the SACK
@@ -345,4 +430,33 @@ fn a_timeout_resends_only_what_the_receiver_lacks() {
     // ns-2 clears its scoreboard on a timeout and resends what the receiver holds.
     let ns2 = lossy_run(TcpProfile::Ns2, 50, 100 * 1460, &lost);
     assert!(ns2.completed_at.is_some());
+}
+
+/// `stack_jitter`: the sender answers each ACK after a random delay of at most the
+/// jitter: the flow takes longer, by at most one jitter per ACK-clocked send, and the same
+/// seed gives the same run.
+#[test]
+fn stack_jitter_delays_answers_to_acks_within_its_bound() {
+    use dcsim_transport::TcpProfile;
+    let cfg = |us| TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        delayed_ack: Some(dcsim_transport::tcp::DelayedAck::Off),
+        stack_jitter: Dur::from_us(us),
+        ..TcpConfig::default()
+    };
+    let plain = lossy_run_with(&cfg(0), 2, 50 * 1460, &[]);
+    let noisy = lossy_run_with(&cfg(20), 2, 50 * 1460, &[]);
+    let again = lossy_run_with(&cfg(20), 2, 50 * 1460, &[]);
+    let (p, n) = (plain.completed_at.unwrap(), noisy.completed_at.unwrap());
+    assert!(n > p, "{n:?} {p:?}");
+    // 50 segments, 49 ACKs at most, each answer at most 20 µs late.
+    assert!(
+        n.saturating_since(p) <= Dur::from_us(20 * 49),
+        "{n:?} {p:?}"
+    );
+    assert_eq!(noisy.completed_at, again.completed_at);
+    let times = |r: &dcsim_testkit::PairRun<TcpSender, TcpReceiver>| {
+        r.deliveries.iter().map(|d| d.at).collect::<Vec<_>>()
+    };
+    assert_eq!(times(&noisy), times(&again));
 }

@@ -15,6 +15,15 @@
 //! window is W_est (the Reno-friendly region). A reduction sets ssthresh and cwnd to β·cwnd
 //! (β = 0.7) and, with fast convergence, W_max to cwnd·(1 + β)/2 if the window had not
 //! reached the previous W_max.
+//!
+//! Linux's rules (`linux_rules`, on in the `linux` TCP profile; `bictcp_update` and
+//! `tcp_friendliness` of `tcp_cubic.c`) differ from the RFC's in four ways: until the first
+//! loss (and again after a timeout, which forgets W_max) the window grows by at least 5 %
+//! per round trip ("the initial growth of cubic function may be too conservative"), so a
+//! window that left slow start by HyStart keeps growing; the target is W_cubic one minimum
+//! RTT ahead, not one smoothed RTT; the Reno-friendly estimate grows by α = 8/15 segment
+//! per window (Linux's integer form of 3(1 − β)/(1 + β)) throughout, and the window
+//! approaches it at the same per-ACK pace as the cubic target instead of jumping to it.
 
 use dcsim_engine::{Dur, Time};
 use serde::{Deserialize, Serialize};
@@ -36,6 +45,9 @@ pub struct CubicConfig {
     /// Linux's HyStart, which ends slow start before the queue overflows (default: the
     /// TCP profile's, on with `linux`).
     pub hystart: Option<bool>,
+    /// Linux's `tcp_cubic.c` rules where they differ from RFC 9438 (the module's
+    /// documentation; default: the TCP profile's, on with `linux`).
+    pub linux_rules: Option<bool>,
 }
 
 impl Default for CubicConfig {
@@ -46,6 +58,7 @@ impl Default for CubicConfig {
             fast_convergence: true,
             reno_friendly: true,
             hystart: None,
+            linux_rules: None,
         }
     }
 }
@@ -65,6 +78,10 @@ pub struct Cubic {
     w_est: f64,
     cwnd_epoch: f64,
     srtt: Option<Dur>,
+    /// Linux's rules, and whether a loss set W_max since the start or the last timeout
+    /// (Linux's `last_max_cwnd != 0`).
+    linux: bool,
+    loss_seen: bool,
     /// HyStart's state, if on.
     hystart: Option<HyStart>,
 }
@@ -152,6 +169,8 @@ impl Cubic {
             w_est: 0.0,
             cwnd_epoch: 0.0,
             srtt: None,
+            linux: cfg.linux_rules == Some(true),
+            loss_seen: false,
             // The first round begins with the first ACK.
             hystart: (cfg.hystart == Some(true)).then(|| HyStart {
                 round_pending: true,
@@ -180,6 +199,37 @@ impl Cubic {
         self.ssthresh = (self.cwnd * beta).max(self.floor());
         self.cwnd = self.ssthresh;
         self.epoch = None;
+        self.loss_seen = true;
+    }
+
+    /// Linux's `beta_scale` (`tcp_cubic.c`): the Reno-friendly estimate grows by one
+    /// segment per `cwnd · beta_scale / 8` segments acknowledged (15 for β = 0.7).
+    fn linux_beta_scale(&self) -> f64 {
+        let b = (self.cfg.beta * 1024.0).round();
+        (8.0 * (1024.0 + b) / 3.0 / (1024.0 - b)).floor()
+    }
+
+    /// Congestion avoidance by Linux's `bictcp_update` (the window per ACK grows by
+    /// 1/cnt segment per segment acknowledged), `t` seconds into the epoch with constant `k`.
+    fn linux_avoidance(&mut self, t: f64, k: f64, acked: f64, min_rtt: Dur) {
+        let cwnd = self.cwnd;
+        let target = self.w_cubic(t + min_rtt.as_secs_f64(), k);
+        // 1/cnt: toward the target, or 1/(100·cwnd) above it.
+        let mut inc = if target > cwnd {
+            (target - cwnd) / cwnd
+        } else {
+            0.01 / cwnd
+        };
+        if !self.loss_seen {
+            inc = inc.max(0.05); // cnt at most 20: 5 % per round trip
+        }
+        if self.cfg.reno_friendly {
+            self.w_est += acked * 8.0 / (self.linux_beta_scale() * cwnd);
+            if self.w_est > cwnd {
+                inc = inc.max((self.w_est - cwnd) / cwnd);
+            }
+        }
+        self.cwnd += inc.min(0.5) * acked; // cnt at least 2
     }
 
     /// W_max, segments (for tests and the time series).
@@ -260,8 +310,12 @@ impl CongestionControl for Cubic {
             }
             (a.now, ((self.w_max - self.cwnd) / self.cfg.c).cbrt())
         });
-        let rtt = self.srtt.unwrap_or(a.min_rtt).as_secs_f64();
         let t = a.now.saturating_since(start).as_secs_f64();
+        if self.linux {
+            self.linux_avoidance(t, k, acked, a.min_rtt);
+            return;
+        }
+        let rtt = self.srtt.unwrap_or(a.min_rtt).as_secs_f64();
         let target = self.w_cubic(t + rtt, k).clamp(self.cwnd, 1.5 * self.cwnd);
         let mut cwnd = self.cwnd + (target - self.cwnd) / self.cwnd * acked;
         if self.cfg.reno_friendly {
@@ -291,8 +345,12 @@ impl CongestionControl for Cubic {
     /// from β_cubic; the epoch restarts.
     fn on_rto(&mut self, _now: Time, in_flight: u64) {
         let flight = in_flight as f64 / self.limits.mss as f64;
-        self.w_max = self.cwnd;
-        self.ssthresh = (flight * self.cfg.beta).max(self.floor()).max(2.0);
+        // Linux's `bictcp_reset` on entering Loss forgets W_max.
+        self.w_max = if self.linux { 0.0 } else { self.cwnd };
+        self.loss_seen = false;
+        // Linux's `cubictcp_recalc_ssthresh` takes β of the window, the RFC of the flight.
+        let base = if self.linux { self.cwnd } else { flight };
+        self.ssthresh = (base * self.cfg.beta).max(self.floor()).max(2.0);
         self.cwnd = self.floor();
         self.epoch = None;
         // Linux's `cubictcp_state` on entering Loss: HyStart may end the next slow start.
@@ -459,5 +517,38 @@ mod tests {
         assert!((segments(&d) - 27.44).abs() < 0.01);
         d.timeout();
         assert_eq!(d.cc.cwnd_bytes(), 2 * 1460);
+    }
+
+    /// Linux's rules: a window that left slow start by HyStart, with no loss yet, still
+    /// grows by 5 % per round trip (the cubic curve alone, from a W_max equal to the
+    /// window, would add about C·t³, nothing in the first rounds; RFC 9438's Reno-friendly
+    /// region adds a segment per round); after a loss it does not.
+    #[test]
+    fn linux_rules_grow_five_percent_per_round_until_the_first_loss() {
+        let r = Round::clean().with_rtt(Dur::from_ms(10));
+        let cfg = |linux| CubicConfig {
+            hystart: Some(true),
+            linux_rules: Some(linux),
+            ..CubicConfig::default()
+        };
+        let (mut linux, mut rfc) = (driver(cfg(true)), driver(cfg(false)));
+        linux.rounds(4, r);
+        rfc.rounds(4, r);
+        let (l0, r0) = (segments(&linux), segments(&rfc));
+        assert!(
+            l0 < 40.0 && r0 < 40.0,
+            "{l0} {r0}: HyStart ended both slow starts"
+        );
+        linux.rounds(10, r);
+        rfc.rounds(10, r);
+        let grown = segments(&linux) / l0;
+        assert!(grown > 1.05f64.powi(10) * 0.97, "{grown}");
+        // RFC 9438: Reno-friendly, one segment per round (34 to 44).
+        assert!(segments(&rfc) / r0 < 1.35, "{}", segments(&rfc) / r0);
+        // After a loss W_max is set: the 5 % floor is gone.
+        linux.loss();
+        let cut = segments(&linux);
+        linux.rounds(3, r);
+        assert!(segments(&linux) / cut < 1.05, "{}", segments(&linux) / cut);
     }
 }

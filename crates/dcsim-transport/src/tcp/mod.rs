@@ -51,6 +51,7 @@
 //! No FIN, no receiver window (unless `max_window` is set), no Nagle, no DSACK. The SYN
 //! carries no data and is retransmitted on the RTO like data.
 
+mod delack;
 mod ictcp;
 mod pacer;
 mod receiver;
@@ -62,6 +63,7 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, TCP_MSS_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, PacketExt, RateStamp, RouteId};
 use serde::{Deserialize, Serialize};
 
+pub use delack::DelayedAck;
 pub use ictcp::{IctcpConfig, IctcpConn, IctcpHost};
 pub use pacer::{HostPacer, TcpHost};
 pub use receiver::TcpReceiver;
@@ -82,8 +84,12 @@ pub const FLAG_SYN: u8 = 8;
 /// Packet flag: explicit incast notification echo (Pulser): a data segment this ACK
 /// covers arrived with EIN set.
 pub const FLAG_EIN: u8 = 16;
-/// Packet flag: the ACK advertises a receive window, in bytes, in its `seq` field (ICTCP).
+/// Packet flag: the ACK advertises a receive window, in bytes, in its `seq` field (ICTCP,
+/// `rcv_buf`).
 pub const FLAG_RWND: u8 = 32;
+/// Packet flag: congestion window reduced (RFC 3168's CWR), on the first new data segment
+/// after the sender answered an ECN echo.
+pub const FLAG_CWR: u8 = 64;
 
 /// SACK blocks per ACK: three, as Linux sends with timestamps on and ns-2's FullTcp/Sack
 /// (`max_sack_blocks_`).
@@ -146,6 +152,21 @@ pub(crate) fn control_segment(
         ip: IpBits::NOT_ECT,
         flags,
     }
+}
+
+/// Linux's largest receive buffer, `tcp_rmem[2]` (6 MiB since 4.20).
+const LINUX_RCV_BUF: u64 = 6 << 20;
+
+/// The receive window a buffer of `rcv_buf` bytes advertises at most (half of it), and the
+/// window scale that carries it in 16 bits (as `tcp_select_initial_window` picks it, at
+/// most 14).
+pub(crate) fn rcv_window(rcv_buf: u64) -> (u64, u32) {
+    let window = rcv_buf / 2;
+    let mut scale = 0;
+    while scale < 14 && (window >> scale) > u64::from(u16::MAX) {
+        scale += 1;
+    }
+    (window, scale)
 }
 
 /// Named parameter sets of the reliable transport.
@@ -212,17 +233,35 @@ pub struct TcpConfig {
     pub max_rto: Option<Dur>,
     /// ECN-capable transport. Default: on for controllers that use ECN (DCTCP).
     pub ecn: Option<bool>,
-    /// Delayed ACKs: acknowledge every second segment or after `delack_timeout`.
-    /// Off by default, as in the reference data-centre simulations (one ACK per segment).
-    pub delayed_ack: bool,
-    /// Delayed-ACK timeout (50 µs, about one data-centre RTT).
+    /// Delayed ACKs: `false`, one ACK per segment (`ideal`, `ns2`: the reference
+    /// data-centre simulations); `true`, every second segment or after `delack_timeout`;
+    /// `"linux"`, Linux's quick ACKs, adaptive delayed-ACK timer and SACK compression
+    /// (`linux`).
+    pub delayed_ack: Option<DelayedAck>,
+    /// Delayed-ACK timeout of `delayed_ack = true` (50 µs, about one data-centre RTT).
     pub delack_timeout: Dur,
+    /// The receive buffer, of which half is advertised as the receive window (Linux's
+    /// `tcp_adv_win_scale` = 1), with window scaling; data held out of order takes room
+    /// in it. `linux`: 6 MB, the largest buffer Linux's autotuning gives (`tcp_rmem`);
+    /// others: none (no receive window).
+    pub rcv_buf: Option<ByteSize>,
+    /// The send buffer: the most payload the sender holds unacknowledged (as ns-3's
+    /// `SndBufSize`). None (the default): no limit. Linux's `tcp_wmem[2]` (4 MiB) charges
+    /// each segment its buffer's true size, so it holds less payload than its size: about
+    /// 1.8 MB of 1,448-byte segments with offloads off (docs/protocols/tcp.md).
+    pub snd_buf: Option<ByteSize>,
     /// Cap on the window (a receiver window), if any (`ns2`: 180 segments, the ExpressPass
     /// group's `window_`).
     pub max_window: Option<ByteSize>,
     /// ICTCP: receivers set each connection's advertised window (`ictcp = {}` for the
     /// defaults); off unless given.
     pub ictcp: Option<IctcpConfig>,
+    /// Host processing noise: the sender answers each ACK after a delay drawn uniformly
+    /// from [0, `stack_jitter`] (from its own random stream), as a real stack's interrupt
+    /// and scheduling latency varies. 0 (the default): at once. Without it, flows that a
+    /// full drop-tail queue clocks stay in lock-step phase with its departures, which a
+    /// real host's noise breaks (docs/protocols/tcp.md, the kernel twin).
+    pub stack_jitter: Dur,
 }
 
 impl Default for TcpConfig {
@@ -242,10 +281,13 @@ impl Default for TcpConfig {
             init_rto: None,
             max_rto: None,
             ecn: None,
-            delayed_ack: false,
+            delayed_ack: None,
             delack_timeout: Dur::from_us(50),
+            rcv_buf: None,
+            snd_buf: None,
             max_window: None,
             ictcp: None,
+            stack_jitter: Dur::ZERO,
         }
     }
 }
@@ -282,7 +324,23 @@ impl TcpConfig {
         if let Some(i) = &self.ictcp {
             i.validate()?;
         }
-        if self.delayed_ack && self.delack_timeout == Dur::ZERO {
+        if let Some(b) = self.rcv_buf
+            && b.0 < 4 * self.mss.0
+        {
+            return Err(format!(
+                "rcv_buf: must hold at least four segments ({}B), got {b}",
+                4 * self.mss.0
+            ));
+        }
+        if let Some(b) = self.snd_buf
+            && b.0 < 2 * self.mss.0
+        {
+            return Err(format!(
+                "snd_buf: must hold at least two segments ({}B), got {b}",
+                2 * self.mss.0
+            ));
+        }
+        if self.delayed_ack == Some(DelayedAck::EverySecond) && self.delack_timeout == Dur::ZERO {
             return Err("delack_timeout: must be greater than zero".into());
         }
         // Timers are added to the u64 picosecond clock (213 days): an hour is far beyond
@@ -293,6 +351,7 @@ impl TcpConfig {
             ("max_rto", max_rto),
             ("init_rto", init_rto),
             ("delack_timeout", self.delack_timeout),
+            ("stack_jitter", self.stack_jitter),
         ] {
             if d > MAX_TIMER {
                 return Err(format!(
@@ -322,7 +381,10 @@ impl TcpConfig {
         match &mut cc {
             CcSpec::Dctcp(d) => _ = d.alpha_init.get_or_insert(alpha),
             CcSpec::Pulser(p) => _ = p.alpha_init.get_or_insert(alpha),
-            CcSpec::Cubic(c) => _ = c.hystart.get_or_insert(profile == TcpProfile::Linux),
+            CcSpec::Cubic(c) => {
+                c.hystart.get_or_insert(profile == TcpProfile::Linux);
+                c.linux_rules.get_or_insert(profile == TcpProfile::Linux);
+            }
             _ => {}
         }
         // ns-2 caps the window at `window_` packets; the ExpressPass group's DCTCP scripts
@@ -348,6 +410,14 @@ impl TcpConfig {
             min_rto: Some(self.min_rto.unwrap_or(min_rto)),
             init_rto: Some(self.init_rto.unwrap_or(init_rto)),
             max_rto: Some(self.max_rto.unwrap_or(max_rto)),
+            delayed_ack: Some(self.delayed_ack.unwrap_or(match profile {
+                TcpProfile::Linux => DelayedAck::Linux,
+                _ => DelayedAck::Off,
+            })),
+            rcv_buf: self.rcv_buf.or(match profile {
+                TcpProfile::Linux => Some(ByteSize(LINUX_RCV_BUF)),
+                _ => None,
+            }),
             ..self.clone()
         }
     }
@@ -431,8 +501,9 @@ impl Transport for Tcp {
     }
     /// Segments as TCP: sequence numbers count payload bytes from 0, or from 1 after a
     /// SYN (whose own number is 0, on both sides), as a real stack with initial sequence
-    /// numbers of 0 would; the window is the ICTCP advertisement if there is one (capped at
-    /// 65,535: no window scaling), else 65,535.
+    /// numbers of 0 would; the window is the advertised one (ICTCP's, or the receive
+    /// buffer's shifted right by its window scale, which the SYN does not carry), else
+    /// 65,535.
     fn trace_header(cfg: &TcpConfig, p: &Packet) -> TraceHeader {
         let handshake = cfg
             .handshake
@@ -466,7 +537,8 @@ impl Transport for Tcp {
                 view.flags |= TcpView::EIN_ECHO;
             }
             if f & FLAG_RWND != 0 {
-                view.window = p.seq.min(u64::from(u16::MAX)) as u16;
+                let scale = cfg.rcv_buf.map_or(0, |b| rcv_window(b.0).1);
+                view.window = (p.seq >> scale).min(u64::from(u16::MAX)) as u16;
             }
         }
         TraceHeader::Tcp(view)
@@ -478,16 +550,34 @@ impl Transport for Tcp {
             line_rate: flow.src_link,
             rng: rng.stream("cc", u64::from(flow.flow.0)),
         });
-        (TcpSender::new(cfg, cc, flow), TcpReceiver::new(cfg, flow))
+        let jitter = (cfg.stack_jitter > Dur::ZERO).then(|| {
+            (
+                cfg.stack_jitter,
+                rng.stream("tcp-stack", u64::from(flow.flow.0)),
+            )
+        });
+        (
+            TcpSender::new(cfg, cc, flow, jitter),
+            TcpReceiver::new(cfg, flow),
+        )
     }
-    /// `timeouts`: retransmission timeouts.
-    const FLOW_COUNTERS: &'static [&'static str] = &["timeouts"];
+    /// `timeouts`: retransmission timeouts; `loss_probes`: tail-loss probes (RACK-TLP);
+    /// `rwnd_limited`: times the receiver's window stopped new data; `sndbuf_limited`:
+    /// times the send buffer did.
+    const FLOW_COUNTERS: &'static [&'static str] =
+        &["timeouts", "loss_probes", "rwnd_limited", "sndbuf_limited"];
     /// The sender is done when every byte is acknowledged, so the receiver has them all,
     /// and a receiver that has every byte acknowledges each packet at once: it is idle.
     const SENDER_FINISHES: bool = true;
     fn record(tx: &TcpSender, _rx: &TcpReceiver, r: &mut FlowRecord) {
         r.retransmits = tx.stats().retransmits;
-        r.counters[0] = tx.stats().timeouts;
+        let st = tx.stats();
+        r.counters = [
+            st.timeouts,
+            st.loss_probes,
+            st.rwnd_limited,
+            st.sndbuf_limited,
+        ];
     }
     fn sample(tx: &TcpSender, _rx: &TcpReceiver, out: &mut Vec<(&'static str, f64)>) {
         out.push(("cwnd_bytes", tx.cc().cwnd_bytes() as f64));

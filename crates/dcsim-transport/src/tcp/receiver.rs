@@ -1,18 +1,22 @@
-//! The TCP receiver: cumulative ACKs, an out-of-order buffer, delayed ACKs with DCTCP's
-//! CE state machine.
+//! The TCP receiver: cumulative ACKs, an out-of-order buffer, SACK blocks, the receive
+//! window, delayed ACKs (every second segment, or Linux's rules in [`super::delack`]) with
+//! DCTCP's CE state machine.
 
 use dcsim_engine::{Dur, Time, TimerTable};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 
+use super::delack::{AckNow, DelayedAck, LinuxAcks};
 use super::{
-    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, IctcpConn, SACK_BLOCKS_SENT,
-    TcpConfig, TcpHost, control_segment, encode_sack,
+    FLAG_ACK, FLAG_CWR, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, IctcpConn,
+    SACK_BLOCKS_SENT, TcpConfig, TcpHost, control_segment, encode_sack, rcv_window,
 };
 use crate::endpoint::{EndpointCx, FlowInfo, Receiver, Sched};
 use crate::ranges::{advance, insert_range};
 
 const T_DELACK: usize = 0;
+/// Linux's SACK compression: the held ACK's deadline.
+const T_COMPRESS: usize = 1;
 
 /// Blocks the receiver remembers (Linux's `TCP_NUM_SACKS`); it sends the first
 /// [`SACK_BLOCKS_SENT`].
@@ -28,8 +32,17 @@ pub struct TcpReceiver {
     /// With SACK: the blocks to report, most recently changed first (RFC 2018 §4, as
     /// Linux's `selective_acks`), at most [`SACK_BLOCKS_KEPT`].
     sack: Option<Vec<(u64, u64)>>,
-    delayed_ack: bool,
+    delayed_ack: DelayedAck,
     delack_timeout: Dur,
+    /// Linux's delayed-ACK state (`delayed_ack = "linux"`).
+    linux: Option<LinuxAcks>,
+    mss: u64,
+    /// The receive window: the most it advertises and its scale (`rcv_buf`), and the right
+    /// edge advertised last, which never moves back (RFC 7323 §2.4).
+    window: Option<(u64, u32)>,
+    right_edge: u64,
+    /// When the first SYN-ACK left (the handshake's round trip times Linux's ACK clock).
+    syn_ack_at: Option<Time>,
     pending_acks: u32,
     ce_state: bool,
     /// A segment not yet acknowledged arrived with EIN (echoed on the next ACK).
@@ -45,7 +58,7 @@ pub struct TcpReceiver {
     last_rate: RateStamp,
     last_queue_delay_ns: u32,
     completed: bool,
-    timers: TimerTable<1>,
+    timers: TimerTable<2>,
 }
 
 impl TcpReceiver {
@@ -58,8 +71,14 @@ impl TcpReceiver {
             rcv_nxt: 0,
             ooo: Vec::new(),
             sack: (cfg.sack == Some(true)).then(Vec::new),
-            delayed_ack: cfg.delayed_ack,
+            delayed_ack: cfg.delayed_ack.unwrap_or_default(),
             delack_timeout: cfg.delack_timeout,
+            linux: (cfg.delayed_ack == Some(DelayedAck::Linux))
+                .then(|| LinuxAcks::new(cfg.min_rto())),
+            mss: cfg.mss.0,
+            window: cfg.rcv_buf.map(|b| rcv_window(b.0)),
+            right_edge: 0,
+            syn_ack_at: None,
             pending_acks: 0,
             ce_state: false,
             ein_pending: false,
@@ -81,7 +100,9 @@ impl TcpReceiver {
 
     fn on_data<S: Sched, H>(&mut self, p: &Packet, cx: &mut EndpointCx<'_, S, H>) {
         let (seq, end) = (p.seq, p.seq + u64::from(p.payload_bytes));
-        let in_order = seq == self.rcv_nxt;
+        let duplicate = end <= self.rcv_nxt;
+        let in_order = seq <= self.rcv_nxt && !duplicate;
+        let had_ooo = !self.ooo.is_empty();
         if in_order {
             self.rcv_nxt = end;
             advance(&mut self.rcv_nxt, &mut self.ooo);
@@ -107,32 +128,104 @@ impl TcpReceiver {
         let ce = p.ip.ecn() == Ecn::Ce;
         self.ein_pending |= p.ip.ein();
         self.last_echo = p.sent_at;
-        self.last_arrival = cx.now();
+        let now = cx.now();
+        self.last_arrival = now;
         self.last_rate = p.rate;
         self.last_queue_delay_ns = p.queue_delay_ns;
-        if !self.delayed_ack || !in_order || !self.ooo.is_empty() || self.completed {
-            self.send_ack(ce, cx);
-            return;
+        match self.delayed_ack {
+            DelayedAck::Off => self.send_ack(ce, cx),
+            DelayedAck::EverySecond => {
+                if !in_order || !self.ooo.is_empty() || self.completed {
+                    self.send_ack(ce, cx);
+                } else {
+                    self.hold_ack(ce, cx);
+                    if self.pending_acks >= 2 {
+                        self.send_ack(ce, cx);
+                    } else {
+                        cx.arm_in(&mut self.timers, T_DELACK, self.delack_timeout);
+                    }
+                }
+            }
+            DelayedAck::Linux => {
+                let wnd = self.advertised_window();
+                let Some(acks) = &mut self.linux else {
+                    unreachable!("Linux ACK state exists with delayed_ack = \"linux\"")
+                };
+                if p.echo > Time::ZERO {
+                    // The data echoes the time of the ACK it answers (the timestamp option).
+                    acks.rtt_sample(now.saturating_since(p.echo));
+                } else if let Some(t) = self.syn_ack_at.take() {
+                    acks.rtt_sample(now.saturating_since(t));
+                }
+                let cwr = p.flags & FLAG_CWR != 0;
+                acks.on_segment(now, in_order, duplicate, ce, cwr, wnd, self.mss);
+                let filled = had_ooo && self.ooo.is_empty();
+                let deadline = self.timers.deadline(T_DELACK);
+                let ofo = !self.ooo.is_empty() && self.sack.is_some();
+                let decision =
+                    if self.completed || duplicate || (!self.ooo.is_empty() && self.sack.is_none())
+                    {
+                        AckNow::Send
+                    } else {
+                        acks.decide(now, self.rcv_nxt, ofo, filled, deadline, self.mss)
+                    };
+                match decision {
+                    AckNow::Send => self.send_ack(ce, cx),
+                    AckNow::Delay(at) => {
+                        self.hold_ack(ce, cx);
+                        cx.arm(&mut self.timers, T_DELACK, at);
+                    }
+                    AckNow::Compress(at) => {
+                        self.hold_ack(ce, cx);
+                        if self.timers.deadline(T_COMPRESS).is_none() {
+                            cx.arm(&mut self.timers, T_COMPRESS, at);
+                        }
+                    }
+                }
+            }
         }
-        // DCTCP's receiver state machine: a change of CE state first acknowledges the
-        // segments held so far with the old state, so every mark is echoed exactly.
+    }
+
+    /// Holds this segment's acknowledgement: DCTCP's receiver state machine first
+    /// acknowledges the segments held so far with the old CE state if this one changes
+    /// it, so every mark is echoed exactly.
+    fn hold_ack<S: Sched, H>(&mut self, ce: bool, cx: &mut EndpointCx<'_, S, H>) {
         if ce != self.ce_state && self.pending_acks > 0 {
             let old = self.ce_state;
             self.send_ack(old, cx);
         }
         self.ce_state = ce;
         self.pending_acks += 1;
-        if self.pending_acks >= 2 {
-            self.send_ack(ce, cx);
-        } else {
-            cx.arm_in(&mut self.timers, T_DELACK, self.delack_timeout);
-        }
+    }
+
+    /// The window the next ACK advertises (`rcv_buf`): the free room, rounded down to the
+    /// window scale, with the right edge never moving back.
+    fn advertised_window(&self) -> u64 {
+        let Some((max, scale)) = self.window else {
+            return u64::from(u16::MAX);
+        };
+        let held: u64 = self.ooo.iter().map(|r| r.1 - r.0).sum();
+        let free = max.saturating_sub(held) >> scale << scale;
+        (self.rcv_nxt + free).max(self.right_edge) - self.rcv_nxt
     }
 
     fn send_ack<S: Sched, H>(&mut self, ece: bool, cx: &mut EndpointCx<'_, S, H>) {
         self.pending_acks = 0;
         self.timers.cancel(T_DELACK);
+        self.timers.cancel(T_COMPRESS);
+        if let Some(acks) = &mut self.linux {
+            acks.ack_sent(self.rcv_nxt);
+        }
         let ein = core::mem::take(&mut self.ein_pending);
+        // The advertised window: the receive buffer's, ICTCP's if smaller.
+        let rwnd = match (self.window.is_some(), self.rwnd) {
+            (false, r) => r,
+            (true, r) => {
+                let w = self.advertised_window();
+                self.right_edge = self.rcv_nxt + w;
+                Some(r.map_or(w, |r| r.min(w)))
+            }
+        };
         let ack = Packet {
             ack: self.rcv_nxt,
             sent_at: self.last_arrival,
@@ -148,11 +241,11 @@ impl TcpReceiver {
             hop: 0,
             class: Class::Control,
             ip: IpBits::NOT_ECT,
-            seq: self.rwnd.unwrap_or(0),
+            seq: rwnd.unwrap_or(0),
             flags: FLAG_ACK
                 | if ece { FLAG_ECE } else { 0 }
                 | if ein { FLAG_EIN } else { 0 }
-                | if self.rwnd.is_some() { FLAG_RWND } else { 0 },
+                | if rwnd.is_some() { FLAG_RWND } else { 0 },
         };
         match &self.sack {
             Some(blocks) if !blocks.is_empty() => {
@@ -185,6 +278,9 @@ impl Receiver for TcpReceiver {
         } else if p.flags & FLAG_SYN != 0 {
             // Every SYN (a retransmitted one too) gets a SYN-ACK echoing its timestamp.
             let now = cx.now();
+            if self.rcv_nxt == 0 {
+                self.syn_ack_at = Some(now);
+            }
             cx.send(control_segment(
                 self.flow,
                 self.route,
@@ -203,6 +299,11 @@ impl Receiver for TcpReceiver {
         cx: &mut EndpointCx<'_, S, TcpHost>,
     ) {
         if cx.due(&mut self.timers, kind, generation).is_some() && self.pending_acks > 0 {
+            if kind == T_DELACK
+                && let Some(acks) = &mut self.linux
+            {
+                acks.timer_fired();
+            }
             self.send_ack(self.ce_state, cx);
         }
     }

@@ -17,12 +17,14 @@ use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId, Telem
 
 use super::scoreboard::Scoreboard;
 use super::{
-    FLAG_ACK, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, HostPacer, TcpConfig, TcpHost,
-    TcpProfile, control_segment, decode_sack,
+    FLAG_ACK, FLAG_CWR, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, HostPacer, TcpConfig,
+    TcpHost, TcpProfile, control_segment, decode_sack,
 };
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
 use crate::ranges::insert_range;
+use dcsim_engine::Rng;
+use rand::RngExt;
 
 const T_RTO: usize = 0;
 const T_STOP: usize = 1;
@@ -49,6 +51,10 @@ pub struct TcpStats {
     pub timeouts: u64,
     /// Tail-loss probes sent (RACK-TLP).
     pub loss_probes: u64,
+    /// Times the receiver's advertised window held back new data.
+    pub rwnd_limited: u64,
+    /// Times the send buffer held back new data.
+    pub sndbuf_limited: u64,
 }
 
 /// One window reduction by proportional rate reduction (RFC 6937): the sender spreads the
@@ -190,10 +196,16 @@ pub struct TcpSender {
     prr: Option<Prr>,
     inflation: u64,
     cwr_end: Option<u64>,
+    /// The next new data segment carries CWR (RFC 3168 §6.1.2; Linux's
+    /// `TCP_ECN_QUEUE_CWR`): the window was reduced since the last one.
+    queue_cwr: bool,
     round_end: u64,
     cc: Cc,
     max_window: u64,
-    /// The receiver's advertised window (ICTCP); unlimited without ICTCP.
+    /// The most payload held unacknowledged (`snd_buf`; unlimited without it).
+    snd_buf: u64,
+    /// The receiver's advertised window (ICTCP, `rcv_buf`), from the newest ACK's number:
+    /// new data may go up to `snd_una + rwnd`. Unlimited without either.
     rwnd: u64,
     /// When the receiver sent the newest ACK (its `sent_at`), echoed in data so the receiver
     /// can time a round trip (as TCP's timestamp option).
@@ -226,13 +238,16 @@ pub struct TcpSender {
     line: Rate,
     /// Bytes the window holds back while waiting for the host pacer (0: not waiting).
     pacer_waiting: u64,
+    /// The host's processing noise (`stack_jitter`) and its random stream.
+    jitter: Option<(Dur, Rng)>,
     timers: TimerTable<5>,
     stats: TcpStats,
 }
 
 impl TcpSender {
-    /// The sender of `flow` under `cfg`, with controller `cc`.
-    pub fn new(cfg: &TcpConfig, cc: Cc, flow: &FlowInfo) -> Self {
+    /// The sender of `flow` under `cfg`, with controller `cc`, answering ACKs after a
+    /// random delay of at most `jitter`'s duration, drawn from its stream, if given.
+    pub fn new(cfg: &TcpConfig, cc: Cc, flow: &FlowInfo, jitter: Option<(Dur, Rng)>) -> Self {
         Self {
             flow: flow.flow,
             route: flow.fwd,
@@ -255,9 +270,11 @@ impl TcpSender {
             prr: None,
             inflation: 0,
             cwr_end: None,
+            queue_cwr: false,
             round_end: 0,
             cc,
             max_window: cfg.max_window.map_or(u64::MAX, |w| w.0),
+            snd_buf: cfg.snd_buf.map_or(u64::MAX, |b| b.0),
             // The receiver's first advertised window (ICTCP starts every connection at its
             // smallest), as the SYN-ACK would carry it.
             rwnd: cfg
@@ -289,6 +306,7 @@ impl TcpSender {
             next_send_at: Time::ZERO,
             line: flow.src_link,
             pacer_waiting: 0,
+            jitter,
             timers: TimerTable::default(),
             stats: TcpStats::default(),
         }
@@ -307,17 +325,23 @@ impl TcpSender {
         self.srtt
     }
 
-    fn window(&self) -> u64 {
-        (self.cc.cwnd_bytes() + self.inflation)
-            .min(self.max_window)
-            .min(self.rwnd)
+    /// Answers an ACK: sends what the window allows, at once or, with `stack_jitter`, after
+    /// a random delay (unless a send is already due then).
+    fn answer_ack<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
+        let Some((most, rng)) = &mut self.jitter else {
+            self.try_send(cx);
+            return;
+        };
+        if self.timers.deadline(T_PACE).is_none() {
+            let at = cx.now() + Dur::from_ps(rng.random_range(0..=most.as_ps()));
+            cx.arm(&mut self.timers, T_PACE, at);
+        }
     }
 
-    /// Whether the window now stops the sender because of the congestion window (or the
-    /// fixed cap), not the receiver's advertised window: only then may the window grow
-    /// (RFC 7661). (ns-2 grows its window under the fixed cap too; so does this.)
-    fn cc_limited(&self) -> bool {
-        self.rwnd >= (self.cc.cwnd_bytes() + self.inflation).min(self.max_window)
+    /// The congestion window, under the fixed cap (`max_window`). The receiver's window
+    /// limits new data separately, by its right edge.
+    fn window(&self) -> u64 {
+        (self.cc.cwnd_bytes() + self.inflation).min(self.max_window)
     }
 
     fn try_send<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
@@ -362,7 +386,26 @@ impl TcpSender {
                     break;
                 }
             } else if in_flight > 0 && in_flight + len > wnd {
-                self.cwnd_limited = self.cc_limited();
+                // Only a sender held back by its congestion window (or the fixed cap: ns-2
+                // grows its window under it too) may grow it (RFC 7661).
+                self.cwnd_limited = true;
+                break;
+            }
+            // New data beyond the receiver's right edge waits (one segment may go when
+            // nothing is out, as a window probe would).
+            if lost.is_none()
+                && self.snd_nxt > self.snd_una
+                && seq + len > self.snd_una.saturating_add(self.rwnd)
+            {
+                self.stats.rwnd_limited += 1;
+                break;
+            }
+            // And beyond what the send buffer holds.
+            if lost.is_none()
+                && self.snd_nxt > self.snd_una
+                && seq + len - self.snd_una > self.snd_buf
+            {
+                self.stats.sndbuf_limited += 1;
                 break;
             }
             let wire = wire_bytes(len as u32 + TCP_IP_HEADER_BYTES);
@@ -489,8 +532,12 @@ impl TcpSender {
 
     fn send_segment<S: Sched, H>(&mut self, seq: u64, cx: &mut EndpointCx<'_, S, H>) {
         let len = self.mss.min(cx.shared.limit_bytes - seq) as u32;
+        let mut flags = FLAG_DATA;
         if seq < self.high_tx {
             self.stats.retransmits += 1;
+        } else if self.queue_cwr {
+            self.queue_cwr = false;
+            flags |= FLAG_CWR;
         }
         self.high_tx = self.high_tx.max(seq + u64::from(len));
         if let Some(prr) = &mut self.prr {
@@ -516,7 +563,7 @@ impl TcpSender {
             } else {
                 IpBits::NOT_ECT
             },
-            flags: FLAG_DATA,
+            flags,
         });
     }
 
@@ -597,6 +644,7 @@ impl TcpSender {
             if ece && !self.in_recovery && self.cwr_end.is_none_or(|e| self.snd_una >= e) {
                 self.cc.on_ecn(now, self.snd_nxt - self.snd_una);
                 self.cwr_end = Some(self.snd_nxt);
+                self.queue_cwr = self.ecn;
                 if self.prr_enabled {
                     self.start_prr(self.snd_nxt - self.snd_una, self.snd_nxt, 0);
                 }
@@ -658,6 +706,7 @@ impl TcpSender {
                 self.recover = Some(self.high_tx);
                 self.cc.on_loss(now, self.snd_nxt - self.snd_una);
                 self.cwr_end = Some(self.high_tx);
+                self.queue_cwr = self.ecn;
                 if self.prr_enabled {
                     // The three duplicate ACKs' segments will be acknowledged again.
                     self.start_prr(self.snd_nxt - self.snd_una, self.high_tx, 3 * self.mss);
@@ -669,7 +718,7 @@ impl TcpSender {
                 self.timers.cancel(T_RTO);
             }
         }
-        self.try_send(cx);
+        self.answer_ack(cx);
     }
 
     /// An ACK with the SACK scoreboard (RFC 6675; RACK-TLP of RFC 8985 with `rack`).
@@ -723,6 +772,7 @@ impl TcpSender {
         {
             self.cc.on_ecn(now, self.board.pipe());
             self.cwr_end = Some(self.snd_nxt);
+            self.queue_cwr = self.ecn;
             if self.prr_enabled {
                 self.start_prr(self.board.pipe(), self.snd_nxt, 0);
             }
@@ -757,7 +807,7 @@ impl TcpSender {
             // Linux restarts the retransmission timer on every ACK that moves `snd_una`.
             self.timers.cancel(T_RTO);
         }
-        self.try_send(cx);
+        self.answer_ack(cx);
     }
 
     /// The controller's share of an ACK that acknowledged `acked` new bytes.
@@ -799,6 +849,7 @@ impl TcpSender {
         self.recover = Some(self.high_tx);
         self.cc.on_loss(now, flight);
         self.cwr_end = Some(self.high_tx);
+        self.queue_cwr = self.ecn;
         if self.prr_enabled {
             self.start_prr(flight, self.high_tx, 0);
         }
@@ -837,6 +888,7 @@ impl TcpSender {
             self.tlp_retrans = false;
             self.cc.on_loss(now, self.board.pipe());
             self.cwr_end = Some(self.snd_nxt);
+            self.queue_cwr = self.ecn;
         }
         // An ACK of exactly the probe leaves the episode open, as Linux does: the next ACK
         // beyond it decides.
@@ -976,6 +1028,7 @@ impl TcpSender {
         self.inflation = 0;
         self.dupacks = 0;
         self.cwr_end = Some(self.high_tx);
+        self.queue_cwr = self.ecn;
         self.round_end = self.snd_una;
         match self.recovery {
             Recovery::Scoreboard {

@@ -108,7 +108,14 @@ fn per_transport_counters_have_their_own_columns() {
             "flows[1].start=0ms",
         ],
     );
-    let cols = ["timeouts", "credits_sent", "credits_wasted"];
+    let cols = [
+        "timeouts",
+        "loss_probes",
+        "rwnd_limited",
+        "sndbuf_limited",
+        "credits_sent",
+        "credits_wasted",
+    ];
     let xp = &r.flows[0];
     let tcp = &r.flows[1];
     assert_eq!(
@@ -134,7 +141,7 @@ fn per_transport_counters_have_their_own_columns() {
     guard.close().unwrap();
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
     assert_eq!(
-        header[header.len() - 3..],
+        header[header.len() - cols.len()..],
         cols,
         "TCP's columns first (registration order)"
     );
