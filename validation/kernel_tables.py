@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""dcsim's `linux` TCP profile beside the real kernel (validation/kernel_twin.py), side by side.
+
+Runs, as root, each set-up on the kernel in network namespaces and then in dcsim with the
+same scenario, and prints the tables of docs/protocols/tcp.md (Markdown) with a verdict per
+target; `--json FILE` keeps every figure.
+
+    sudo python3 validation/kernel_tables.py [--quick] [--json out.json] [--dcsim BIN]
+
+Set-ups (a star at 100 Mb/s, its port to host 0 drop-tail of 100, 1,000 or 3,000 packets):
+
+- long flows: 2 or 3 CUBIC or Reno flows into host 0 for 60 s (`--quick`: 20 s, the
+  1,000-packet port only);
+- 2 MB flows: ten 2 MB transfers, one every 4 s from 10 s, beside two long flows, with
+  CUBIC and Reno (`--quick`: three).
+
+dcsim runs each with the kernel's measured path: every link's delay is a quarter of the
+smallest base RTT the twin measured (ICMP, timed by the kernel), the kernel's own
+processing noise, the spread of that RTT (median less minimum), is `stack_jitter`, and
+`snd_buf` holds as many segments as the kernel's 4 MiB send buffer did (TCP_INFO).
+
+Targets (from the model's validation plan): queue mean within 10 % of the kernel's, drops
+within 3x, no timeout where the kernel has none, 2 MB FCT means within 30 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# What the kernel's 4 MiB send buffer (`tcp_wmem[2]`) holds in this twin (offloads off):
+# 1,269 segments of 1,448 bytes, unacknowledged and not yet sent, measured by TCP_INFO on
+# three CUBIC flows into a 3,000-packet port (each segment is charged its buffer's true
+# size, about 3.3 KB). Every run uses it; each also reports what TCP_INFO says of its own
+# flows that the buffer held at some time (their segments out at the end, at most this).
+SNDBUF_SEGMENTS = 1269
+TWIN = HERE / "kernel_twin.py"
+PKT = 1538
+
+
+def scenario(hosts: int, buffer: int, cc: str, seconds: int, fct_flows: int) -> str:
+    """A star of `hosts` at 100 Mb/s: long flows from hosts 1.. into host 0, and with
+    `fct_flows` the last host sends that many 2 MB flows, one every 4 s from 10 s."""
+    long_hosts = hosts - 1 - (1 if fct_flows else 0)
+    lines = [
+        "schema_version = 1",
+        f'description = "{long_hosts} long {cc} flows into a 100 Mb/s drop-tail port of {buffer} packets"',
+        "[sim]", f'duration = "{seconds}s"', "seed = 1",
+        "[topology]", 'kind = "star"', f"hosts = {hosts}",
+        'host_link = { rate = "100Mbps", delay = "50us" }',
+        "[queue]", 'kind = "droptail"', f'buffer = "{buffer}pkts"',
+        "[transport]", 'kind = "tcp"', 'profile = "linux"', f'cc = "{cc}"',
+        "[output.timeseries]", 'every = "1ms"', 'ports = ["sw->h0"]',
+    ]
+    for h in range(1, long_hosts + 1):
+        lines += ["[[flows]]", f"src = {h}", "dst = 0"]
+    for i in range(fct_flows):
+        lines += ["[[flows]]", f"src = {hosts - 1}", "dst = 0", 'size = "2MB"', f'start = "{10 + 4 * i}s"']
+    return "\n".join(lines) + "\n"
+
+
+def nearest(v: list[float], p: float) -> float:
+    return v[max(1, math.ceil(p / 100 * len(v))) - 1]
+
+
+def figures(folder: Path, seconds: float) -> dict:
+    """What both folders report alike, for the port sw->h0."""
+    flows = list(csv.DictReader(open(folder / "flows.csv")))
+    ports = {f"{r['node']}->{r['peer']}": r for r in csv.DictReader(open(folder / "ports.csv"))}
+    q = sorted(float(r["value"]) / PKT for r in csv.DictReader(open(folder / "timeseries.csv"))
+               if r["kind"] == "queue_bytes" and r["id"] == "sw->h0")
+    longs = [f for f in flows if not f["size_bytes"]]
+    fcts = [int(f["fct_ns"]) / 1e6 for f in flows if f["size_bytes"] and f["fct_ns"]]
+    goodputs = [float(f["window_goodput_gbps"]) * 1e3 for f in longs]
+    return {
+        "queue_mean_pkts": statistics.fmean(q),
+        "queue_p1_pkts": nearest(q, 1), "queue_p50_pkts": nearest(q, 50), "queue_p99_pkts": nearest(q, 99),
+        "drops_per_min": int(ports["sw->h0"]["drops"]) / (seconds / 60),
+        "timeouts": sum(int(f.get("timeouts") or 0) for f in flows),
+        "retransmits": sum(int(f.get("retransmits") or 0) for f in flows),
+        "goodput_mbps": goodputs,
+        "jain": sum(goodputs) ** 2 / (len(goodputs) * sum(g * g for g in goodputs)) if goodputs else None,
+        "fct_ms": fcts,
+        "unfinished": sum(1 for f in flows if f["size_bytes"] and not f["fct_ns"]),
+    }
+
+
+def run(cmd: list[str]) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr.strip()}")
+
+
+def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path) -> dict:
+    path = work / f"{name}.toml"
+    path.write_text(text)
+    kernel = work / f"{name}-kernel"
+    run([sys.executable, str(TWIN), str(path), "--out", str(kernel), "--dcsim", dcsim, "-q"])
+    ksum = json.load(open(kernel / "summary.json"))
+    rtt = ksum["base_rtt"]
+    lo, mid = rtt["min_us"], rtt["median_us"]
+    # dcsim's send buffer holds as many segments as the kernel's does.
+    held = [f["tcp_info"]["unacked"] + f["tcp_info"]["notsent_bytes"] // f["tcp_info"]["snd_mss"]
+            for f in ksum["flows"] if f.get("tcp_info", {}).get("sndbuf_limited")]
+    segments = SNDBUF_SEGMENTS
+    sim = work / f"{name}-dcsim"
+    run([dcsim, "run", str(path), "--out", str(sim), "--quiet",
+         "--set", f"topology.host_link.delay={lo / 4:.3f}us",
+         "--set", f"transport.stack_jitter={max(0.0, mid - lo):.3f}us",
+         "--set", f"transport.snd_buf={segments * 1460}B"])
+    return {"kernel": figures(kernel, seconds), "dcsim": figures(sim, seconds),
+            "base_rtt_us": {"min": lo, "median": mid}, "snd_buf_segments": segments,
+            "kernel_sndbuf_held_segments": held}
+
+
+def verdicts(k: dict, d: dict) -> list[str]:
+    out = []
+    within = abs(d["queue_mean_pkts"] / k["queue_mean_pkts"] - 1) <= 0.10
+    out.append("queue ✓" if within else "queue ✗")
+    kd, dd = k["drops_per_min"], d["drops_per_min"]
+    out.append("drops ✓" if (kd == dd == 0) or (kd > 0 and dd > 0 and 1 / 3 <= dd / kd <= 3) else "drops ✗")
+    if k["timeouts"] == 0:
+        out.append("timeouts ✓" if d["timeouts"] == 0 else "timeouts ✗")
+    if k["fct_ms"] and d["fct_ms"]:
+        ratio = statistics.fmean(d["fct_ms"]) / statistics.fmean(k["fct_ms"])
+        out.append("FCT ✓" if abs(ratio - 1) <= 0.30 else "FCT ✗")
+    return out
+
+
+def row(name: str, r: dict) -> str:
+    k, d = r["kernel"], r["dcsim"]
+    def q(x):
+        return f"{x['queue_mean_pkts']:.0f} ({x['queue_p1_pkts']:.0f}/{x['queue_p50_pkts']:.0f}/{x['queue_p99_pkts']:.0f})"
+    def fct(x):
+        return f"{statistics.fmean(x['fct_ms']):.0f} ± {statistics.pstdev(x['fct_ms']):.0f}" if x["fct_ms"] else "–"
+    return (f"| {name} | {q(k)} | {q(d)} | {k['drops_per_min']:.0f} / {d['drops_per_min']:.0f} | "
+            f"{k['timeouts']} / {d['timeouts']} | {k['retransmits']} / {d['retransmits']} | "
+            f"{(k['jain'] or 0):.3f} / {(d['jain'] or 0):.3f} | {fct(k)} | {fct(d)} | {', '.join(verdicts(k, d))} |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="20 s runs, one buffer size")
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--dcsim", default=str(HERE.parent / "target/ci/dcsim"))
+    ap.add_argument("--only", metavar="NAME", action="append",
+                    help="run only this set-up (e.g. 2MB-reno-3000pkts); repeatable")
+    a = ap.parse_args()
+    buffers = [1000] if a.quick else [100, 1000, 3000]
+    seconds = 20 if a.quick else 60
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="kernel-tables-") as tmp:
+        work = Path(tmp)
+        for buffer in buffers:
+            for cc in ("cubic", "reno"):
+                for n in (2, 3):
+                    name = f"{n}x{cc}-{buffer}pkts"
+                    if a.only and name not in a.only:
+                        continue
+                    print(f"running {name} ...", file=sys.stderr)
+                    results[name] = side_by_side(name, scenario(n + 1, buffer, cc, seconds, 0), seconds, a.dcsim, work)
+                fct_n = 3 if a.quick else 10
+                name = f"2MB-{cc}-{buffer}pkts"
+                secs = 10 + 4 * fct_n + 6
+                if a.only and name not in a.only:
+                    continue
+                print(f"running {name} ...", file=sys.stderr)
+                results[name] = side_by_side(name, scenario(4, buffer, cc, secs, fct_n), secs, a.dcsim, work)
+    print("| set-up | queue, kernel: mean (p1/p50/p99), packets | dcsim | drops/min, kernel / dcsim | "
+          "timeouts | retransmits | Jain (long flows) | 2 MB FCT, kernel (ms) | dcsim | targets |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        print(row(name, r))
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
