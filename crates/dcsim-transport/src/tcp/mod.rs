@@ -44,12 +44,13 @@
 //! which drops when full (ns-2 agents hand packets to their link's queue), SACK recovery
 //! that clears on a timeout. `linux`: the handshake, initial window 10, back-pressure,
 //! reductions by proportional rate reduction (RFC 6937) for losses and ECN alike, DCTCP's
-//! α from 1, RACK-TLP, Linux's timers, HyStart for CUBIC. A field set in the scenario wins
-//! over its profile.
+//! α from 1, RACK-TLP, Linux's timers and delayed ACKs, a 6 MiB receive buffer, HyStart and
+//! Linux's rules for CUBIC. A field set in the scenario wins over its profile.
 //!
 //! # Deviations
-//! No FIN, no receiver window (unless `max_window` is set), no Nagle, no DSACK. The SYN
-//! carries no data and is retransmitted on the RTO like data.
+//! No FIN, no Nagle, no DSACK, no receive buffer outside `linux` (unless `rcv_buf` or
+//! `max_window` is set), no send buffer unless `snd_buf` is set. The SYN carries no data
+//! and is retransmitted on the RTO like data.
 
 mod delack;
 mod ictcp;
