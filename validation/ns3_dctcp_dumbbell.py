@@ -30,9 +30,10 @@ WARMUP_S = 0.1
 SAMPLE_S = 10e-6
 
 
-def run_ns3():
-    from ns import ns  # noqa: PLC0415 (imported here: only this mode needs ns-3)
-
+def configure_dctcp(ns, k_pkts: int, buffer_pkts: int) -> None:
+    """ns-3's defaults for the comparison: TcpDctcp (g = 1/16, IW 10, one ACK per segment,
+    no SACK or timestamps, minimum RTO 1 ms, 64 MB socket buffers) and RED as a step at
+    `k_pkts` in a queue disc of `buffer_pkts` packets."""
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::TcpDctcp"))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(1460))
     ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
@@ -49,12 +50,18 @@ def run_ns3():
     ns.Config.SetDefault("ns3::RedQueueDisc::UseHardDrop", ns.BooleanValue(False))
     ns.Config.SetDefault("ns3::RedQueueDisc::MeanPktSize", ns.UintegerValue(1500))
     ns.Config.SetDefault("ns3::RedQueueDisc::QW", ns.DoubleValue(1.0))
-    ns.Config.SetDefault("ns3::RedQueueDisc::MinTh", ns.DoubleValue(K_PKTS))
-    ns.Config.SetDefault("ns3::RedQueueDisc::MaxTh", ns.DoubleValue(K_PKTS + 1))
+    ns.Config.SetDefault("ns3::RedQueueDisc::MinTh", ns.DoubleValue(k_pkts))
+    ns.Config.SetDefault("ns3::RedQueueDisc::MaxTh", ns.DoubleValue(k_pkts + 1))
     ns.Config.SetDefault("ns3::RedQueueDisc::LInterm", ns.DoubleValue(1.0))
     ns.Config.SetDefault(
-        "ns3::RedQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{BUFFER_PKTS}p"))
+        "ns3::RedQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{buffer_pkts}p"))
     )
+
+
+def run_ns3():
+    from ns import ns  # noqa: PLC0415 (imported here: only this mode needs ns-3)
+
+    configure_dctcp(ns, K_PKTS, BUFFER_PKTS)
 
     senders, receivers, routers = ns.NodeContainer(), ns.NodeContainer(), ns.NodeContainer()
     senders.Create(2)

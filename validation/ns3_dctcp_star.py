@@ -31,6 +31,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ns3_dctcp_dumbbell import configure_dctcp  # noqa: E402 (the same ns-3 settings)
+
 HERE = Path(__file__).resolve().parent
 PKT = 1538  # wire bytes of a 1460-byte segment, as dcsim counts the queue
 BUFFER_PKTS = 1000
@@ -46,26 +49,7 @@ def run_ns3(n: int, gbps: int, k: int) -> dict:
     from ns import ns  # noqa: PLC0415 (only this mode needs ns-3)
     import cppyy  # noqa: PLC0415
 
-    ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::TcpDctcp"))
-    ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(1460))
-    ns.Config.SetDefault("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(10))
-    ns.Config.SetDefault("ns3::TcpSocket::DelAckCount", ns.UintegerValue(1))
-    ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 26))
-    ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 26))
-    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(1)))
-    ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(False))
-    ns.Config.SetDefault("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
-    ns.Config.SetDefault("ns3::TcpDctcp::DctcpShiftG", ns.DoubleValue(1.0 / 16.0))
-    ns.Config.SetDefault("ns3::RedQueueDisc::UseEcn", ns.BooleanValue(True))
-    ns.Config.SetDefault("ns3::RedQueueDisc::UseHardDrop", ns.BooleanValue(False))
-    ns.Config.SetDefault("ns3::RedQueueDisc::MeanPktSize", ns.UintegerValue(1500))
-    ns.Config.SetDefault("ns3::RedQueueDisc::QW", ns.DoubleValue(1.0))
-    ns.Config.SetDefault("ns3::RedQueueDisc::MinTh", ns.DoubleValue(k))
-    ns.Config.SetDefault("ns3::RedQueueDisc::MaxTh", ns.DoubleValue(k + 1))
-    ns.Config.SetDefault("ns3::RedQueueDisc::LInterm", ns.DoubleValue(1.0))
-    ns.Config.SetDefault(
-        "ns3::RedQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{BUFFER_PKTS}p"))
-    )
+    configure_dctcp(ns, k, BUFFER_PKTS)
     ns.Config.SetDefault("ns3::RedQueueDisc::LinkBandwidth", ns.DataRateValue(ns.DataRate(f"{gbps}Gbps")))
 
     senders, hub, receiver = ns.NodeContainer(), ns.NodeContainer(), ns.NodeContainer()
