@@ -91,6 +91,25 @@ enum Cmd {
         /// A folder of `dcsim run`, `dcsim sweep` or `dcsim repro`.
         dir: PathBuf,
     },
+    /// Put runs side by side in OUT (runs.csv, buckets.csv, plots/, report.html): FCT and
+    /// slowdown per flow size (median and p99 with 95 % intervals), FCT distributions, a
+    /// port's queue over time and queues per tier, on shared axes. Runs of `dcsim run`, the
+    /// kernel twin's folders and folders of runs (a reproduction, a sweep) alike.
+    Compare {
+        /// Results folders: a run, or a folder whose runs/ or subfolders hold runs.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Name of a run in the figures and tables, in the order of the runs (repeat).
+        #[arg(long = "name")]
+        names: Vec<String>,
+        /// The port whose sampled queue is compared, as `node->peer` (default: the first
+        /// port every run sampled).
+        #[arg(long)]
+        port: Option<String>,
+        /// Output folder.
+        #[arg(long, default_value = "results/compare")]
+        out: PathBuf,
+    },
     /// Print a shell completion script: `dcsim completions bash > ~/.local/share/bash-completion/completions/dcsim`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -270,6 +289,26 @@ fn main() -> ExitCode {
         Cmd::Report { dir } => match dcsim_report::report(&dir) {
             Ok(page) => {
                 println!("{}", page.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Compare {
+            dirs,
+            names,
+            port,
+            out,
+        } => match dcsim_report::compare(&dcsim_report::CompareOptions {
+            dirs,
+            names,
+            out,
+            port,
+        }) {
+            Ok(text) => {
+                print!("{text}");
                 ExitCode::SUCCESS
             }
             Err(e) => {

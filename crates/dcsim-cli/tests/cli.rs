@@ -731,4 +731,33 @@ fn plot_and_report_cover_runs_sweeps_and_reproductions() {
     let o = dcsim_without_matplotlib(&["report", d.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a run, sweep or reproduction folder"));
+
+    // `dcsim compare`: a run beside the sweep's two runs, named; one row per run.
+    let cmp = d.join("cmp");
+    let o = dcsim_without_matplotlib(&[
+        "compare",
+        run.to_str().unwrap(),
+        sw.to_str().unwrap(),
+        "--name",
+        "DCTCP, 200 flows",
+        "--out",
+        cmp.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("DCTCP, 200 flows") && text.contains("load=0.3_seed=1"),
+        "{text}"
+    );
+    let runs = std::fs::read_to_string(cmp.join("runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 4, "{runs}");
+    assert!(cmp.join("plots/fct_buckets.json").exists() && cmp.join("report.html").exists());
+    let o = dcsim_without_matplotlib(&[
+        "compare",
+        run.to_str().unwrap(),
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("this is a results folder"));
 }

@@ -5,8 +5,11 @@ Usage: python3 plot.py PLOTS_DIR
 
 The specifications are written by `dcsim repro`, `dcsim sweep --plot` and `dcsim plot`: a
 figure has panels; a panel has a title, axis labels, a kind (line, step, points, bar),
-optional log axes, an optional floor of the y axis (`ymin`), series of x/y values and
-optional error bars (`err`, one list per series).
+optional log axes, an optional floor of the y axis (`ymin`), series of x/y values,
+optional error bars (`err`, one list of half-widths per series) and optional intervals
+(`lo`/`hi`, one list of absolute bounds per series, NaN or null where a side is unbounded:
+drawn as a caret). Points over categories are dodged so that series do not hide each
+other; legends sit outside the data.
 This is the only plotting code of the project: every experiment goes through it.
 """
 import json
@@ -25,10 +28,15 @@ PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
 
 def draw(spec, out_dir):
     panels = spec["panels"]
+    nan = float("nan")
     for p in panels:  # an empty statistic is null: no point, not a zero
         for s in p["series"]:
-            s["y"] = [float("nan") if v is None else v for v in s["y"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
+            s["y"] = [nan if v is None else v for v in s["y"]]
+        for key in ("lo", "hi"):
+            p[key] = [[nan if v is None else v for v in b] for b in p.get(key) or []]
+    legends = any(1 < len(p["series"]) <= 12 for p in panels)
+    width = 5.2 + (1.8 if legends else 0)
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 3.8), squeeze=False)
     for ax, p in zip(axes[0], panels):
         cats = p.get("categories") or []
         if p["kind"] == "bar" and cats:
@@ -41,8 +49,25 @@ def draw(spec, out_dir):
             ax.set_xticks(range(len(cats)))
             long = max(len(c) for c in cats) * len(cats) > 48
             ax.set_xticklabels(cats, fontsize=8, rotation=20 if long else 0, ha="right" if long else "center")
+        if p["kind"] == "points" and cats:
+            # Dodged points with their intervals, one column of points per category.
+            n = max(len(p["series"]), 1)
+            for i, s in enumerate(p["series"]):
+                xs = [x - 0.3 + 0.6 * (i + 0.5) / n for x in s["x"]]
+                lo = p["lo"][i] if i < len(p["lo"]) else [nan] * len(xs)
+                hi = p["hi"][i] if i < len(p["hi"]) else [nan] * len(xs)
+                below = [y - l if l == l and y == y else 0 for y, l in zip(s["y"], lo)]
+                above = [h - y if h == h and y == y else 0 for y, h in zip(s["y"], hi)]
+                line = ax.errorbar(xs, s["y"], yerr=[below, above], fmt="o", capsize=3, label=s["label"])
+                open_up = [(x, y) for x, y, h in zip(xs, s["y"], hi) if y == y and h != h and p["hi"]]
+                if open_up:
+                    ax.plot(*zip(*open_up), linestyle="none", marker="^", markersize=9,
+                            markerfacecolor="none", color=line[0].get_color())
+            ax.set_xticks(range(len(cats)))
+            ax.set_xticklabels(cats, fontsize=8)
+            ax.set_xlim(-0.5, len(cats) - 0.5)
         errs = p.get("err") or []
-        for i, s in enumerate(p["series"] if not (p["kind"] == "bar" and cats) else []):
+        for i, s in enumerate(p["series"] if not (p["kind"] in ("bar", "points") and cats) else []):
             e = errs[i] if i < len(errs) and any(errs[i]) else None
             if e is not None:
                 # Mean over seeds with its 95 % confidence interval.
@@ -71,10 +96,10 @@ def draw(spec, out_dir):
         ax.set_ylabel(p["ylabel"])
         ax.grid(True, alpha=0.3)
         if len(p["series"]) > 1 and len(p["series"]) <= 12:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     fig.tight_layout()
     for ext in ("png", "svg"):
-        fig.savefig(out_dir / f"{spec['file']}.{ext}", dpi=120)
+        fig.savefig(out_dir / f"{spec['file']}.{ext}", dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

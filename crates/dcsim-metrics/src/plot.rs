@@ -65,6 +65,14 @@ pub struct Panel {
     /// band (0 for counts, queues and rates, so that small differences look small).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ymin: Option<f64>,
+    /// Intervals as absolute bounds: for each series, the lower and the upper end at each
+    /// point (NaN where the sample cannot bound that side); empty for none. Drawn as
+    /// asymmetric error bars, e.g. a percentile's order-statistic interval.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lo: Vec<Vec<f64>>,
+    /// Upper ends of the intervals, as `lo`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hi: Vec<Vec<f64>>,
 }
 
 impl Panel {
@@ -82,6 +90,8 @@ impl Panel {
             series,
             err: Vec::new(),
             ymin: None,
+            lo: Vec::new(),
+            hi: Vec::new(),
         }
     }
     /// A grouped-bar panel: one group per category, one bar per series in each.
@@ -115,6 +125,12 @@ impl Panel {
     /// The same panel with its y axis starting at zero.
     pub fn from_zero(mut self) -> Self {
         self.ymin = Some(0.0);
+        self
+    }
+    /// The same panel with an interval `[lo, hi]` around each point of each series.
+    pub fn with_interval(mut self, lo: Vec<Vec<f64>>, hi: Vec<Vec<f64>>) -> Self {
+        self.lo = lo;
+        self.hi = hi;
         self
     }
     /// The same panel with a logarithmic y axis.

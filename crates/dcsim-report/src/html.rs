@@ -43,6 +43,9 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
     let mut notes: Vec<String> = Vec::new();
     let title;
     match kind {
+        Kind::Run if is_kernel_run(dir) => {
+            return crate::compare::report_one(dir);
+        }
         Kind::Run => {
             let (_, drawn) = crate::plot_run(dir, &[])?;
             if !drawn {
@@ -168,11 +171,16 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
             }
         }
     }
+    write_page(dir, &title, &notes, &body)
+}
+
+/// Writes `dir/report.html` with the given title, notes and body.
+fn write_page(dir: &Path, title: &str, notes: &[String], body: &str) -> Result<PathBuf, String> {
     let mut page = String::new();
     let _ = write!(
         page,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dcsim: {t}</title>\n<style>{STYLE}</style></head>\n<body>\n<h1>dcsim: {t}</h1>\n<p class=\"where\">{w}</p>\n{n}{body}\n<script>{SCRIPT}</script>\n</body></html>\n",
-        t = esc(&title),
+        t = esc(title),
         w = esc(&dir.display().to_string()),
         n = notes
             .iter()
@@ -183,6 +191,87 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
     dcsim::metrics::atomic_write(&out, page.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(out)
+}
+
+/// The page of `dcsim compare` (and of `dcsim report` on a kernel twin's folder): the runs
+/// and where they came from, the headline table, the figures and the per-bucket table.
+pub(crate) fn compare_page(
+    out: &Path,
+    runs: &[(String, String, bool, Value)],
+    table: &str,
+    drawn: bool,
+    has_plots: bool,
+) -> Result<PathBuf, String> {
+    let mut notes = Vec::new();
+    if has_plots && !drawn {
+        notes.push(NO_MATPLOTLIB.to_string());
+    }
+    let mut list = String::from("<table><tr><th>run</th><th>source</th><th>folder</th></tr>");
+    for (label, dir, kernel, _) in runs {
+        let _ = write!(
+            list,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(label),
+            if *kernel {
+                "Linux kernel (validation/kernel_twin.py)"
+            } else {
+                "dcsim"
+            },
+            esc(dir)
+        );
+    }
+    list += "</table>";
+    let mut body = section("Runs", &list);
+    body += &section("Headline", &pre(table));
+    body += &figures(
+        &out.join("plots"),
+        &[
+            "fct_buckets",
+            "slowdown_buckets",
+            "fct_cdf",
+            "queue",
+            "tiers",
+        ],
+    );
+    body += &section(
+        "How to read this",
+        "<p>Percentiles are nearest-rank, as in every dcsim summary; their 95 % intervals are \
+         distribution-free, from order statistics, and a side the sample cannot bound (a \
+         99th percentile of fewer than about 300 flows has no upper bound) is drawn as a caret \
+         and left empty in the tables. Means carry the normal 95 % interval. A dash is a \
+         figure the run did not measure (the kernel measures no ideal FCT, hence no \
+         slowdown, and only the queues of the ports it sampled).</p>",
+    );
+    body += &csv_table(
+        out,
+        "buckets.csv",
+        "FCT and slowdown per flow size (buckets.csv)",
+        200,
+        &[],
+    );
+    let mut sums = String::new();
+    for (label, _, _, summary) in runs {
+        let _ = write!(
+            sums,
+            "<details><summary>{}</summary>{}</details>",
+            esc(label),
+            pre(&pretty(summary))
+        );
+    }
+    body += &section("Summaries (summary.json)", &sums);
+    let title = match runs {
+        [one] => format!("run {}", one.0),
+        _ => format!("comparison of {} runs", runs.len()),
+    };
+    write_page(out, &title, &notes, &body)
+}
+
+/// A folder written by the real-kernel twin (`"source": "linux-kernel"` in summary.json).
+fn is_kernel_run(dir: &Path) -> bool {
+    std::fs::read(dir.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|s| s["source"].as_str() == Some("linux-kernel"))
 }
 
 const NO_MATPLOTLIB: &str = "Figures were not drawn: matplotlib was not found. Install it (python3 -m venv .venv && . .venv/bin/activate && pip install matplotlib) and run dcsim report again.";
