@@ -382,6 +382,8 @@ class Plan:
     buffers: dict[str, str] = field(default_factory=dict)
     resolved_text: str = ""
     link_delays_ns: list[int] = field(default_factory=list)
+    # transport.gso: the kernel keeps its offloads, each veth limited to this size.
+    gso_bytes: int | None = None
 
     @property
     def end_ns(self) -> int:
@@ -619,6 +621,13 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
     sysctls.update(sys_)
     route_options += routes
     mss = parse_size_bytes(_transport_of(scn, flows_in[0])[1].get("mss", "1460B"))
+    gso = _transport_of(scn, flows_in[0])[1].get("gso")
+    gso_bytes = parse_size_bytes(gso) if gso is not None else None
+    if gso_bytes is not None:
+        emulated.append(
+            f"gso = {gso}: the kernel's segmentation offloads stay on (as with --offloads), "
+            f"each veth's gso_max_size {min(gso_bytes, 65536)}"
+        )
 
     sim = scn.get("sim", {})
     duration_ns = parse_duration_ns(sim["duration"]) if sim.get("duration") else None
@@ -693,7 +702,7 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
         unemulated=unemulated, emulated=emulated,
         not_measured_series=not_measured_series,
         buffers={"queue": queue_note, "nic": nic_note},
-        resolved_text=resolved_text, link_delays_ns=delays,
+        resolved_text=resolved_text, link_delays_ns=delays, gso_bytes=gso_bytes,
     )
 
 
@@ -898,6 +907,8 @@ class Lab:
         # Without offloads every packet is its own buffer: gso_max_segs 1 stops TCP from
         # building multi-segment (software GSO) buffers, which qdiscs would count as one.
         segs = "" if self.offloads else " gso_max_segs 1"
+        if self.offloads and plan.gso_bytes is not None and plan.gso_bytes < 65536:
+            segs = f" gso_max_size {plan.gso_bytes}"
         for host, switch in attach.items():
             i = index[host]
             self.ip_batch(host, [
@@ -2060,13 +2071,14 @@ def main(argv: list[str]) -> int:
     try:
         facts = kernel_facts()
         plan = prepare(args.scenario, args.set, args.duration, args.dcsim, facts)
-        check_tools(args.offloads)
+        offloads = args.offloads or plan.gso_bytes is not None
+        check_tools(offloads)
         start_watchdog(plan)
         removed = clear_stale_namespaces()
         if removed:
             log(f"removed namespaces of an earlier run: {', '.join(removed)}")
         probe = probe_kernel(facts)
-        files, summary = run_twin(plan, args.offloads, facts, probe, log)
+        files, summary = run_twin(plan, offloads, facts, probe, log)
         commit_folder(args.out, files)
         b = summary["bottleneck"]
         log(f"{b['port']}: {b['drops']} drops, utilization {b['utilization']:.3f}; "

@@ -241,6 +241,27 @@ fn repro(
     serde_json::to_string(&outcome.result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// `dcsim compare`: writes the comparison of the runs in `dirs` into `out`; returns its
+/// text table. Bad folders or names raise ValueError with the CLI's message.
+#[pyfunction]
+#[pyo3(signature = (dirs, names, out, port))]
+fn compare(
+    py: Python<'_>,
+    dirs: Vec<PathBuf>,
+    names: Vec<String>,
+    out: PathBuf,
+    port: Option<String>,
+) -> PyResult<String> {
+    let opts = dcsim_report::CompareOptions {
+        dirs,
+        names,
+        out,
+        port,
+    };
+    py.detach(|| dcsim_report::compare(&opts))
+        .map_err(PyValueError::new_err)
+}
+
 /// A sweep's arguments, as `dcsim sweep` takes them, sent from Python as JSON.
 #[derive(serde::Deserialize)]
 struct SweepArgs {
@@ -354,6 +375,7 @@ fn _dcsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(experiments, m)?)?;
     m.add_function(wrap_pyfunction!(repro, m)?)?;
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_run, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_index, m)?)?;

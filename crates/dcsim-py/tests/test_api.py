@@ -219,3 +219,20 @@ def test_repro_returns_result_json_and_tables(tmp_path):
     assert "xpass-credit-queue" in dcsim.experiments()
     with pytest.raises(ValueError, match="no experiment"):
         dcsim.repro("no-such-thing")
+
+
+def test_compare_puts_written_runs_side_by_side(tmp_path):
+    sc = dcsim.Scenario.from_file(SCENARIOS / "websearch-star.toml").set(
+        "generators[0].pattern.max_flows", 150
+    )
+    sc.run().write(tmp_path / "dctcp")
+    sc.set("transport.cc", "cubic").run().write(tmp_path / "cubic")
+    cmp = dcsim.compare(tmp_path / "dctcp", tmp_path / "cubic", names=["DCTCP", "CUBIC"], out=tmp_path / "cmp")
+    assert list(cmp.runs["run"]) == ["DCTCP", "CUBIC"] and "DCTCP" in cmp.table
+    b = cmp.buckets
+    allf = b[b["bucket"] == "all"].set_index("run")
+    assert (allf["completed"] > 0).all()
+    assert (allf["fct_p50_us_lo"] <= allf["fct_p50_us"]).all() and (allf["fct_p50_us"] <= allf["fct_p50_us_hi"]).all()
+    assert (tmp_path / "cmp" / "report.html").is_file()
+    with pytest.raises(ValueError, match="2 names for 1 runs"):
+        dcsim.compare(tmp_path / "dctcp", names=["a", "b"], out=tmp_path / "cmp2")

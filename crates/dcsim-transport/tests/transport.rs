@@ -460,3 +460,68 @@ fn stack_jitter_delays_answers_to_acks_within_its_bound() {
     };
     assert_eq!(times(&noisy), times(&again));
 }
+
+/// `gso`: the sender builds super-packets of whole segments up to 64 KiB less Linux's
+/// header room (44 segments of 1,460 B), each crossing the network as one packet and
+/// acknowledged by one ACK; a lost one is repaired without a timeout, sent again whole or
+/// in parts that the window holds, and nothing else is sent twice.
+#[test]
+fn gso_sends_super_packets_that_are_acknowledged_and_repaired_whole() {
+    use dcsim_transport::TcpProfile;
+    let cfg = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        gso: Some(dcsim_engine::ByteSize(64 << 10)),
+        ..TcpConfig::default()
+    };
+    let size = 2000 * 1460;
+    let run = lossy_run_with(&cfg, 2, size, &[]);
+    assert!(run.completed_at.is_some());
+    let data: Vec<_> = run
+        .deliveries
+        .iter()
+        .filter(|d| d.to_receiver && d.packet.payload_bytes > 0)
+        .map(|d| (d.packet.seq, u64::from(d.packet.payload_bytes)))
+        .collect();
+    let acks = run.deliveries.iter().filter(|d| !d.to_receiver).count();
+    let largest = data.iter().map(|d| d.1).max().unwrap();
+    assert_eq!(largest, 44 * 1460, "the largest super-packet");
+    assert!(data.iter().all(|&(s, l)| l % 1460 == 0 || s + l == size));
+    assert_eq!(
+        data.iter().map(|d| d.1).sum::<u64>(),
+        size,
+        "each byte once"
+    );
+    assert!(data.len() < 2000 / 10, "{} packets", data.len());
+    // One ACK per super-packet (each is more than one full segment), and the handshake's.
+    assert!(
+        acks <= data.len() + 2,
+        "{acks} ACKs for {} packets",
+        data.len()
+    );
+
+    // Lose the tenth super-packet once.
+    let (seq, len) = data[9];
+    let lossy = lossy_run_with(&cfg, 2, size, &[seq / 1460]);
+    assert!(lossy.completed_at.is_some());
+    let st = lossy.tx.stats();
+    assert_eq!(st.timeouts, 0, "{st:?}");
+    assert!(
+        st.retransmits >= 1,
+        "the super-packet was lost and sent again: {st:?}"
+    );
+    let mut twice = 0;
+    let mut seen = std::collections::BTreeSet::new();
+    for d in lossy
+        .deliveries
+        .iter()
+        .filter(|d| d.to_receiver && d.packet.payload_bytes > 0)
+    {
+        for k in 0..u64::from(d.packet.payload_bytes).div_ceil(1460) {
+            if !seen.insert(d.packet.seq + k * 1460) {
+                twice += 1;
+            }
+        }
+    }
+    assert_eq!(twice, 0, "only the lost super-packet goes again ({len} B)");
+    assert_eq!(seen.len() as u64, 2000);
+}

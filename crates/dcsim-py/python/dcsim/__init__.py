@@ -14,18 +14,21 @@ The API reference is docs/python.md.
 """
 
 from dcsim._dcsim import ScenarioError, __version__
+from dcsim.compare import Comparison, compare
 from dcsim.repro import Repro, experiments, repro
 from dcsim.result import Result
 from dcsim.scenario import Scenario
 from dcsim.sweep import Sweep, sweep
 
 __all__ = [
+    "Comparison",
     "Repro",
     "Result",
     "Scenario",
     "ScenarioError",
     "Sweep",
     "__version__",
+    "compare",
     "experiments",
     "repro",
     "sweep",

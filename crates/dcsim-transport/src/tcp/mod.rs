@@ -158,6 +158,12 @@ pub(crate) fn control_segment(
 /// Linux's largest receive buffer, `tcp_rmem[2]` (6 MiB since 4.20).
 const LINUX_RCV_BUF: u64 = 6 << 20;
 
+/// The largest `gso`: Linux's `gso_max_size` without BIG TCP, 64 KiB.
+pub const GSO_MAX_BYTES: u64 = 1 << 16;
+/// What Linux keeps of `gso_max_size` for headers (`sk_setup_caps` takes off
+/// `MAX_TCP_HEADER + 1`: 321 B on x86-64), so a 64 KiB limit carries 45 segments of 1,448 B.
+pub const GSO_HEADER_ROOM: u64 = 321;
+
 /// The receive window a buffer of `rcv_buf` bytes advertises at most (half of it), and the
 /// window scale that carries it in 16 bits (as `tcp_select_initial_window` picks it, at
 /// most 14).
@@ -251,6 +257,14 @@ pub struct TcpConfig {
     /// each segment its buffer's true size, so it holds less payload than its size: about
     /// 1.8 MB of 1,448-byte segments with offloads off (docs/protocols/tcp.md).
     pub snd_buf: Option<ByteSize>,
+    /// Generic segmentation offload as an emulator carries it (veth, and so Mininet, with
+    /// offloads on): the sender builds super-packets of up to this many bytes (Linux's
+    /// `gso_max_size`, 64 KB) that cross the network as one packet each (one queue entry,
+    /// serialized whole, dropped whole) and are acknowledged as one. Their size follows
+    /// Linux's `tcp_tso_autosize` and the room the windows leave. None (the default): one
+    /// segment per packet, as on a real wire, where a NIC's TSO sends the same bytes as
+    /// back-to-back frames (docs/protocols/tcp.md, "Segmentation offload").
+    pub gso: Option<ByteSize>,
     /// Cap on the window (a receiver window), if any (`ns2`: 180 segments, the ExpressPass
     /// group's `window_`).
     pub max_window: Option<ByteSize>,
@@ -286,6 +300,7 @@ impl Default for TcpConfig {
             delack_timeout: Dur::from_us(50),
             rcv_buf: None,
             snd_buf: None,
+            gso: None,
             max_window: None,
             ictcp: None,
             stack_jitter: Dur::ZERO,
@@ -339,6 +354,14 @@ impl TcpConfig {
             return Err(format!(
                 "snd_buf: must hold at least two segments ({}B), got {b}",
                 2 * self.mss.0
+            ));
+        }
+        if let Some(g) = self.gso
+            && !(2 * self.mss.0 + GSO_HEADER_ROOM..=GSO_MAX_BYTES).contains(&g.0)
+        {
+            return Err(format!(
+                "gso: a super-packet holds two segments at least and 64KiB at most ({}B to {GSO_MAX_BYTES}B), got {g}",
+                2 * self.mss.0 + GSO_HEADER_ROOM
             ));
         }
         if self.delayed_ack == Some(DelayedAck::EverySecond) && self.delack_timeout == Dur::ZERO {

@@ -95,6 +95,20 @@ impl Scoreboard {
         s.len()
     }
 
+    /// Splits the segment that starts at `start` at byte `at` (inside it) into two with the
+    /// same state, so that a part of a super-packet can go again alone (`gso`).
+    pub(crate) fn split(&mut self, start: u64, at: u64) {
+        let Some(i) = self.index_of(start) else {
+            return;
+        };
+        let s = self.segs[i];
+        if at <= s.start || at >= s.end {
+            return;
+        }
+        self.segs[i].end = at;
+        self.segs.insert(i + 1, Seg { start: at, ..s });
+    }
+
     fn index_of(&self, start: u64) -> Option<usize> {
         let i = self.segs.partition_point(|s| s.start < start);
         (i < self.segs.len() && self.segs[i].start == start).then_some(i)
@@ -112,6 +126,10 @@ impl Scoreboard {
     #[cfg(test)]
     pub(crate) fn lost_bytes(&self) -> u64 {
         self.lost
+    }
+    /// When the oldest segment held was last sent.
+    pub(crate) fn first_sent(&self) -> Option<Time> {
+        self.segs.front().map(|s| s.sent)
     }
     /// Whether nothing is held.
     pub(crate) fn is_empty(&self) -> bool {
@@ -396,6 +414,31 @@ mod tests {
 
     /// After a timeout everything not SACKed is lost; ns-2's clear_on_timeout forgets the
     /// SACK marks so that everything is sent again.
+    #[test]
+    fn a_split_super_packet_keeps_its_bytes_and_state() {
+        let mut b = Scoreboard::default();
+        b.sent_new(0, 10 * MSS, t(1));
+        b.sent_new(10 * MSS, 20 * MSS, t(2));
+        // RACK: the second delivered 100 µs later, the first lost.
+        b.on_ack(0, [(10 * MSS, 20 * MSS)], t(102), Dur::from_us(50));
+        b.rack_detect(t(200), Dur::ZERO);
+        assert_eq!((b.pipe(), b.lost_bytes()), (0, 10 * MSS));
+        b.split(0, 4 * MSS);
+        assert_eq!(b.next_lost(), Some((0, 4 * MSS)));
+        assert_eq!(b.retransmitted(0, t(201)), 4 * MSS);
+        assert_eq!(b.pipe(), 4 * MSS, "only the part sent again is in flight");
+        assert_eq!(b.next_lost(), Some((4 * MSS, 10 * MSS)));
+        // A split outside a segment, or at its edge, changes nothing.
+        b.split(4 * MSS, 4 * MSS);
+        b.split(3 * MSS, 5 * MSS);
+        assert_eq!(b.first_sent(), Some(t(201)));
+        assert_eq!(
+            b.on_ack(20 * MSS, [], t(300), Dur::from_us(50)).delivered,
+            10 * MSS
+        );
+        assert!(b.is_empty());
+    }
+
     #[test]
     fn a_timeout_keeps_or_clears_the_sacked_segments() {
         let mut b = ten();

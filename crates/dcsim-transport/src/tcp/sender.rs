@@ -12,13 +12,13 @@
 //!   timeout as ns-2's FullTcp/Sack does).
 
 use dcsim_engine::{Dur, Rate, Time, TimerTable};
-use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
+use dcsim_net::wire::{FRAMING_BYTES, TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId, Telemetry};
 
 use super::scoreboard::Scoreboard;
 use super::{
-    FLAG_ACK, FLAG_CWR, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, HostPacer, TcpConfig,
-    TcpHost, TcpProfile, control_segment, decode_sack,
+    FLAG_ACK, FLAG_CWR, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, GSO_HEADER_ROOM,
+    GSO_MAX_BYTES, HostPacer, TcpConfig, TcpHost, TcpProfile, control_segment, decode_sack,
 };
 use crate::cc::{AckSample, Cc, CongestionControl, PacerParams};
 use crate::endpoint::{EndpointCx, FlowInfo, Sched, Sender};
@@ -204,6 +204,11 @@ pub struct TcpSender {
     max_window: u64,
     /// The most payload held unacknowledged (`snd_buf`; unlimited without it).
     snd_buf: u64,
+    /// The largest super-packet's payload in whole segments (`gso`); 0: one segment per
+    /// packet.
+    gso_max: u64,
+    /// With `gso`: when the last packet left (deferral's one-millisecond rule).
+    last_sent: Time,
     /// The receiver's advertised window (ICTCP, `rcv_buf`), from the newest ACK's number:
     /// new data may go up to `snd_una + rwnd`. Unlimited without either.
     rwnd: u64,
@@ -275,6 +280,13 @@ impl TcpSender {
             cc,
             max_window: cfg.max_window.map_or(u64::MAX, |w| w.0),
             snd_buf: cfg.snd_buf.map_or(u64::MAX, |b| b.0),
+            last_sent: Time::ZERO,
+            gso_max: cfg.gso.map_or(0, |g| {
+                // Whole segments, within what a packet's 16-bit wire size can say.
+                let fits = u64::from(u16::MAX - (TCP_IP_HEADER_BYTES + FRAMING_BYTES) as u16);
+                let cap = (g.0 - GSO_HEADER_ROOM).min(fits);
+                cap / cfg.mss.0 * cfg.mss.0
+            }),
             // The receiver's first advertised window (ICTCP starts every connection at its
             // smallest), as the SYN-ACK would carry it.
             rwnd: cfg
@@ -379,6 +391,18 @@ impl TcpSender {
             } else {
                 self.snd_nxt - self.snd_una
             };
+            let (seq, len) = if self.gso_max > 0 {
+                match self.super_packet(seq, len, lost.is_some(), end, wnd, in_flight, cx.now()) {
+                    Some(p) => p,
+                    None => {
+                        // Deferred for a bigger super-packet: the next ACK decides.
+                        self.cwnd_limited = true;
+                        break;
+                    }
+                }
+            } else {
+                (seq, len)
+            };
             if let Some(prr) = &self.prr {
                 // During a reduction PRR, not the window, says how much may leave.
                 if prr.sndcnt == 0 {
@@ -431,7 +455,7 @@ impl TcpSender {
                     pacer.send(now, wire);
                 }
             }
-            self.send_segment(seq, cx);
+            self.send_segment(seq, len, cx);
             if lost.is_some() {
                 self.board.retransmitted(seq, cx.now());
             } else {
@@ -530,8 +554,106 @@ impl TcpSender {
         self.pacer_waiting = bytes;
     }
 
-    fn send_segment<S: Sched, H>(&mut self, seq: u64, cx: &mut EndpointCx<'_, S, H>) {
-        let len = self.mss.min(cx.shared.limit_bytes - seq) as u32;
+    /// With `gso`: the packet to send instead of one segment at `seq` of `len` bytes, or
+    /// `None` to wait for the next ACK. New data: Linux's `tcp_tso_autosize` goal (6.x: a
+    /// millisecond of the pacing rate, plus `gso_max_size` halved for every 512 µs of the
+    /// minimum RTT, at least two segments), cut to the data left and to the room the
+    /// congestion window, PRR, the receive window and the send buffer leave, in whole
+    /// segments, one segment at least (the checks after this decide whether that one may
+    /// go); deferred as `tcp_tso_should_defer` defers when the room is short of the goal.
+    /// A lost super-packet goes again whole if the window holds it, else its first part is
+    /// split off to fit, as `tcp_retransmit_skb` fragments to the window. Out of line: only
+    /// `gso` comes here.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn super_packet(
+        &mut self,
+        seq: u64,
+        len: u64,
+        lost: bool,
+        end: u64,
+        wnd: u64,
+        in_flight: u64,
+        now: Time,
+    ) -> Option<(u64, u64)> {
+        let mss = self.mss;
+        let mut room = match &self.prr {
+            Some(prr) => prr.sndcnt.next_multiple_of(mss),
+            None => wnd.saturating_sub(in_flight),
+        };
+        if lost {
+            let whole = len;
+            let fit = (room / mss).max(1) * mss;
+            if whole > fit && in_flight > 0 {
+                self.board.split(seq, seq + fit);
+                return Some((seq, fit));
+            }
+            return Some((seq, whole));
+        }
+        // Linux's sk_pacing_rate: 120 % of cwnd per smoothed RTT (its 200 % in early slow
+        // start only matters above 512 µs of minimum RTT, where the goal's second term fades).
+        let pacing = match self.srtt {
+            Some(srtt) if srtt > Dur::ZERO => {
+                (self.cc.cwnd_bytes() as f64 * 1.2 / srtt.as_secs_f64()) as u64
+            }
+            _ => 0,
+        };
+        let mut goal = pacing >> 10;
+        let r = if self.min_rtt == Dur::MAX {
+            0
+        } else {
+            (self.min_rtt.as_ps() / 1_000_000) >> 9
+        };
+        if r < 32 {
+            goal += GSO_MAX_BYTES >> r;
+        }
+        let goal = (goal.min(self.gso_max) / mss).max(2) * mss;
+        if self.snd_nxt > self.snd_una {
+            room = room
+                .min((self.snd_una.saturating_add(self.rwnd)).saturating_sub(seq))
+                .min((self.snd_una.saturating_add(self.snd_buf)).saturating_sub(seq));
+        }
+        let left = end - seq;
+        if room < goal.min(left) && self.tso_should_defer(room, goal, now) {
+            return None;
+        }
+        Some((seq, goal.min(left).min((room / mss).max(1) * mss)))
+    }
+
+    /// Linux's `tcp_tso_should_defer` (6.x) with room `limit` short of the goal: wait for
+    /// the next ACK unless in loss recovery, the last packet left over a millisecond ago, a
+    /// third of the window is free (`tcp_tso_win_divisor` = 3), or the oldest packet out
+    /// left less than half a smoothed RTT ago (its ACK would come too late).
+    fn tso_should_defer(&self, limit: u64, goal: u64, now: Time) -> bool {
+        if self.in_recovery || self.in_loss || limit >= goal {
+            return false;
+        }
+        if now.saturating_since(self.last_sent) > Dur::from_ms(1) {
+            return false;
+        }
+        let chunk = self.rwnd.min(self.cc.cwnd_bytes()) / 3;
+        if limit >= chunk {
+            return false;
+        }
+        let Some(srtt) = self.srtt else {
+            return false;
+        };
+        match self.board.first_sent() {
+            Some(head) => now.saturating_since(head) >= srtt / 2,
+            None => false,
+        }
+    }
+
+    /// One segment's length at `seq`: a full one, or what is left of the flow.
+    fn seg_len<S: Sched, H>(&self, seq: u64, cx: &EndpointCx<'_, S, H>) -> u64 {
+        self.mss.min(cx.shared.limit_bytes - seq)
+    }
+
+    fn send_segment<S: Sched, H>(&mut self, seq: u64, len: u64, cx: &mut EndpointCx<'_, S, H>) {
+        if self.gso_max > 0 {
+            self.last_sent = cx.now();
+        }
+        let len = len as u32;
         let mut flags = FLAG_DATA;
         if seq < self.high_tx {
             self.stats.retransmits += 1;
@@ -628,7 +750,7 @@ impl TcpSender {
                     // Partial acknowledgement: retransmit the next hole, deflate by the
                     // newly acknowledged amount and add back one segment (with PRR the
                     // retransmission counts as sent and there is no inflation).
-                    self.send_segment(self.snd_una, cx);
+                    self.send_segment(self.snd_una, self.seg_len(self.snd_una, cx), cx);
                     if !self.prr_enabled {
                         self.inflation = self.inflation.saturating_sub(acked) + self.mss;
                     }
@@ -714,7 +836,7 @@ impl TcpSender {
                 } else {
                     self.inflation = 3 * self.mss;
                 }
-                self.send_segment(self.snd_una, cx);
+                self.send_segment(self.snd_una, self.seg_len(self.snd_una, cx), cx);
                 self.timers.cancel(T_RTO);
             }
         }
@@ -906,7 +1028,7 @@ impl TcpSender {
                 let wire = wire_bytes(len as u32 + TCP_IP_HEADER_BYTES);
                 if !self.backpressure || cx.nic_room(wire) {
                     let seq = self.snd_nxt;
-                    self.send_segment(seq, cx);
+                    self.send_segment(seq, len, cx);
                     self.board.sent_new(seq, seq + len, now);
                     self.snd_nxt += len;
                     self.tlp_high = Some(self.snd_nxt);
@@ -915,8 +1037,14 @@ impl TcpSender {
                 } else {
                     self.nic_blocked = true;
                 }
-            } else if let Some((s, _)) = self.board.last_unsacked() {
-                self.send_segment(s, cx);
+            } else if let Some((mut s, e)) = self.board.last_unsacked() {
+                // Of a super-packet, only its last segment (as Linux fragments it).
+                if e - s > self.mss {
+                    let at = s + (e - s - 1) / self.mss * self.mss;
+                    self.board.split(s, at);
+                    s = at;
+                }
+                self.send_segment(s, e - s, cx);
                 self.board.retransmitted(s, now);
                 self.tlp_high = Some(self.snd_nxt);
                 self.tlp_retrans = true;
