@@ -75,6 +75,7 @@ impl IpBits {
     const ECN_MASK: u8 = 0b11;
     const EIN: u8 = 0b100;
     const EXT: u8 = 0b1000;
+    const RATE_REQUEST: u8 = 0b1_0000;
 
     /// Not ECN-capable, no incast notification.
     pub const NOT_ECT: Self = Self(Ecn::NotEct as u8);
@@ -98,6 +99,18 @@ impl IpBits {
     #[inline]
     pub fn set_ecn(&mut self, ecn: Ecn) {
         self.0 = (self.0 & !Self::ECN_MASK) | ecn as u8;
+    }
+    /// Whether a control packet asks the ports on its path to stamp their rate into it as
+    /// they stamp data ([`Packet::rate`]; RCP's SYN, Dukkipati and McKeown 2006). Its
+    /// answer carries the stamp back without this bit, so no port changes the echo.
+    #[inline]
+    pub fn wants_rate(self) -> bool {
+        self.0 & Self::RATE_REQUEST != 0
+    }
+    /// The same bits asking for rate stamps.
+    #[must_use]
+    pub const fn with_rate_request(self) -> Self {
+        Self(self.0 | Self::RATE_REQUEST)
     }
     /// Whether a port set the explicit incast notification.
     #[inline]

@@ -296,7 +296,12 @@ impl Scheme {
                     ..RcpRouterConfig::default()
                 });
                 s.nic = nic;
-                s.transport = tcp(CcSpec::Rcp(RcpConfig::default()));
+                // The paper's handshake: the SYN collects the routers' rate, and the first
+                // data goes at the rate the SYN-ACK returns.
+                s.transport = TransportSpec::Tcp(TcpConfig {
+                    handshake: Some(true),
+                    ..tcp_config(CcSpec::Rcp(RcpConfig::default()))
+                });
             }
         }
     }
@@ -456,10 +461,15 @@ fn credit_shaper(credits: u64, burst: u64, inner: QdiscSpec) -> QdiscSpec {
 
 /// TCP with controller `cc` (every other parameter at its default).
 pub fn tcp(cc: CcSpec) -> TransportSpec {
-    TransportSpec::Tcp(TcpConfig {
+    TransportSpec::Tcp(tcp_config(cc))
+}
+
+/// TCP's defaults with controller `cc`.
+fn tcp_config(cc: CcSpec) -> TcpConfig {
+    TcpConfig {
         cc,
         ..TcpConfig::default()
-    })
+    }
 }
 
 /// The TCP profile of the ExpressPass papers' baselines (DCTCP, HULL, DX): they ran in

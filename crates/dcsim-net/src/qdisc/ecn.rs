@@ -14,8 +14,19 @@ use crate::PacketId;
 pub struct EcnConfig {
     /// Buffer limit (bytes or packets).
     pub buffer: Amount,
-    /// DCTCP's K: mark when the instantaneous queue, before this packet, is ≥ K.
+    /// DCTCP's K: mark when the instantaneous queue, before this packet, is ≥ K. Default
+    /// 65 packets, the DCTCP paper's K at 10 Gb/s (the default queue's).
+    #[serde(default = "EcnConfig::default_mark_threshold")]
     pub mark_threshold: Amount,
+}
+
+impl EcnConfig {
+    /// DCTCP's K at 10 Gb/s, 65 packets.
+    pub const DEFAULT_MARK_THRESHOLD: Amount = Amount::Packets(65);
+
+    fn default_mark_threshold() -> Amount {
+        Self::DEFAULT_MARK_THRESHOLD
+    }
 }
 
 /// Drop-tail FIFO that CE-marks an ECT packet when, at its arrival, the queue already holds
@@ -105,6 +116,16 @@ mod tests {
     use super::*;
     use crate::testkit::QdiscDriver;
     use crate::{Class, Ecn};
+
+    /// `kind = "ecn"` needs only its buffer: K defaults to the default queue's 65 packets.
+    #[test]
+    fn the_marking_threshold_has_a_default() {
+        let c: EcnConfig = toml::from_str("buffer = \"100pkts\"").unwrap();
+        assert_eq!(c.mark_threshold, Amount::Packets(65));
+        let c: EcnConfig =
+            toml::from_str("buffer = \"100pkts\"\nmark_threshold = \"20pkts\"").unwrap();
+        assert_eq!(c.mark_threshold, Amount::Packets(20));
+    }
 
     #[test]
     fn ecn_threshold_marks_iff_backlog_at_least_k() {

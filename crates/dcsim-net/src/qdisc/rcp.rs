@@ -206,7 +206,7 @@ impl QueueDisc for RcpRouter {
         self.catch_up(cx.now);
         let pkt = self.inner.dequeue(cx)?;
         let p = cx.pool.get_mut(pkt);
-        if p.class == Class::Data {
+        if p.class == Class::Data || p.ip.wants_rate() {
             p.rate = p.rate.min(RateStamp::of(self.rate()));
         }
         Some(pkt)
@@ -283,16 +283,24 @@ mod tests {
         }
     }
 
-    /// Data packets leave with the smaller of their stamp and R; other packets untouched.
+    /// Data packets, and control packets that ask (RCP's SYN), leave with the smaller of
+    /// their stamp and R; other packets, the answers echoing a stamp among them, untouched.
     #[test]
     fn rcp_stamps_data_with_the_smaller_rate() {
         let mut q = router(&RcpRouterConfig::default());
         let mut d = QdiscDriver::new();
         let r = RateStamp::of(q.rate());
-        for (class, stamp) in [
-            (Class::Data, RateStamp::NONE),
-            (Class::Data, RateStamp(1)),
-            (Class::Control, RateStamp::NONE),
+        let ask = crate::IpBits::NOT_ECT.with_rate_request();
+        for (class, stamp, ip) in [
+            (Class::Data, RateStamp::NONE, crate::IpBits::NOT_ECT),
+            (Class::Data, RateStamp(1), crate::IpBits::NOT_ECT),
+            (Class::Control, RateStamp::NONE, crate::IpBits::NOT_ECT),
+            (Class::Control, RateStamp::NONE, ask),
+            (
+                Class::Control,
+                RateStamp(u32::MAX - 1),
+                crate::IpBits::NOT_ECT,
+            ),
         ] {
             d.offer_packet(
                 &mut q,
@@ -300,12 +308,16 @@ mod tests {
                     wire_bytes: 100,
                     class,
                     rate: stamp,
+                    ip,
                     ..crate::Packet::default()
                 },
             );
         }
         let ids: Vec<PacketId> = std::iter::from_fn(|| d.take(&mut q)).collect();
         let got: Vec<RateStamp> = ids.iter().map(|&p| d.pool.get(p).rate).collect();
-        assert_eq!(got, [r, RateStamp(1), RateStamp::NONE]);
+        assert_eq!(
+            got,
+            [r, RateStamp(1), RateStamp::NONE, r, RateStamp(u32::MAX - 1)]
+        );
     }
 }

@@ -216,8 +216,9 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             "dctcp": "K = 65, g = 1/16 at 10 Gb/s; K = 650, g = 0.01976 at 100 Gb/s; buffers 4K \
                 packets",
             "rcp": "routers on switch ports: alpha 0.1, beta 1 (original paper), d-bar 100 us, \
-                init rate 0.05 C, drop-tail 250 packets per 10 Gb/s; senders start at 0.05 of \
-                their link, window 2 rate-delay products; join at 20 ms",
+                init rate 0.05 C, drop-tail 250 packets per 10 Gb/s; senders open with a SYN \
+                that collects the routers' rate and start at the rate the SYN-ACK returns (the \
+                RCP paper), window 2 rate-delay products; join at 20 ms",
             "convergence": "the workshop paper's definition (keys convergence_us, \
                 convergence_rtts): the end of the first bin after the join in which both flows \
                 are within 10 % of the fair share (half the lone flow's goodput), minus the join \

@@ -107,6 +107,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             "topology": "dumbbell N pairs, 10 Gb/s, base RTT 100 us",
             "dctcp_min_cwnd_pkts": 2,
             "rcp": "routers on switch ports: alpha 0.1, beta 1, d-bar 100 us, init rate 0.05 C, \
+                senders open with a SYN that collects the routers' rate and start at it, \
                 drop-tail 250 packets; senders paced at the echoed rate, window 2 rate-delay \
                 products (at least 2 segments)",
         }),

@@ -92,6 +92,14 @@ pub trait CongestionControl {
     fn on_loss(&mut self, now: Time, in_flight_bytes: u64);
     /// The retransmission timer fired.
     fn on_rto(&mut self, now: Time, in_flight_bytes: u64);
+    /// Whether the SYN asks the switches for their rate (RCP). Default: no.
+    fn requests_rate(&self) -> bool {
+        false
+    }
+    /// The handshake completed after `rtt`, its SYN-ACK echoing `rate_echo`, the smallest
+    /// rate the switches stamped into the SYN (when [`Self::requests_rate`]). Default:
+    /// nothing.
+    fn on_syn_ack(&mut self, _rate_echo: Option<Rate>, _rtt: Dur) {}
     /// Whether the sender's packets go through its host's pacer now, and the pacer's
     /// parameters (HULL). Default: never.
     fn host_pacer(&self, _now: Time) -> Option<PacerParams> {
@@ -180,6 +188,15 @@ macro_rules! controllers {
                 match self {
                     $(Self::$V(c) => c.on_rto(now, in_flight_bytes),)+
                     Self::Custom(c) => c.on_rto(now, in_flight_bytes),
+                }
+            }
+            fn requests_rate(&self) -> bool {
+                match self { $(Self::$V(c) => c.requests_rate(),)+ Self::Custom(c) => c.requests_rate() }
+            }
+            fn on_syn_ack(&mut self, rate_echo: Option<Rate>, rtt: Dur) {
+                match self {
+                    $(Self::$V(c) => c.on_syn_ack(rate_echo, rtt),)+
+                    Self::Custom(c) => c.on_syn_ack(rate_echo, rtt),
                 }
             }
             #[inline]

@@ -2,9 +2,13 @@
 //! path offer, the smallest R stamped into its data and echoed by the receiver. The rate
 //! computation is the switches' (`queue.kind = "rcp"`, `dcsim_net::qdisc::RcpRouter`).
 //!
+//! With the handshake (`handshake = true`, or the `ns2` and `linux` profiles) the SYN asks
+//! every router on its path for its rate (the paper's "the SYN packet carries the desired
+//! rate"), the SYN-ACK carries the smallest back, and the first data goes at that rate.
+//!
 //! # Deviations
-//! - No SYN exchange: the first RTT is paced at `initial_rate` of the line, the routers'
-//!   own initial rate by default; the echoed rate takes over with the first ACK.
+//! - Without the handshake the first RTT is paced at `initial_rate` of the line, the
+//!   routers' own initial rate by default; the echoed rate takes over with the first ACK.
 //! - RCP has no window; on the shared transport the window is kept at `window_rtts` times
 //!   the rate-delay product (at least the minimum window), so pacing, not the window,
 //!   sets the sending rate. Losses are retransmitted by the transport and do not change
@@ -110,6 +114,18 @@ impl CongestionControl for Rcp {
         let bdp = self.rate.bps() as f64 / 8.0 * rtt.as_secs_f64();
         self.cwnd = ((bdp * self.window_rtts) as u64).max(self.limits.min_cwnd);
     }
+    fn requests_rate(&self) -> bool {
+        true
+    }
+    /// The SYN-ACK's rate, as the first ACK's would be: the first RTT goes at it.
+    fn on_syn_ack(&mut self, rate_echo: Option<Rate>, rtt: Dur) {
+        if let Some(r) = rate_echo {
+            self.rate = r.max(Rate::from_bps(1));
+            self.echoes += 1;
+        }
+        let bdp = self.rate.bps() as f64 / 8.0 * rtt.max(Dur::from_ns(1)).as_secs_f64();
+        self.cwnd = ((bdp * self.window_rtts) as u64).max(self.limits.min_cwnd);
+    }
     fn on_ecn(&mut self, _now: Time, _in_flight: u64) {}
     fn on_loss(&mut self, _now: Time, _in_flight: u64) {}
     fn on_rto(&mut self, _now: Time, _in_flight: u64) {}
@@ -149,5 +165,22 @@ mod tests {
         assert_eq!(out.cwnd_bytes, 50_000);
         let out = d.round(Round::clean().with_rate(Rate::from_mbps(10)));
         assert_eq!(out.cwnd_bytes, 2 * 1460, "floored at the minimum window");
+    }
+
+    /// With the handshake the SYN-ACK's rate replaces the initial rate before any data.
+    #[test]
+    fn the_syn_acks_rate_sets_the_first_rtt() {
+        let mut c = Rcp::new(&RcpConfig::default(), limits(), Rate::from_gbps(10));
+        assert!(c.requests_rate());
+        c.on_syn_ack(Some(Rate::from_gbps(4)), Dur::from_us(100));
+        assert_eq!(c.pacing_rate(), Some(Rate::from_gbps(4)));
+        assert_eq!(c.cwnd_bytes(), 100_000, "2 × 4 Gb/s × 100 µs");
+        let mut c = Rcp::new(&RcpConfig::default(), limits(), Rate::from_gbps(10));
+        c.on_syn_ack(None, Dur::from_us(100));
+        assert_eq!(
+            c.pacing_rate(),
+            Some(Rate::from_mbps(500)),
+            "no router: the initial rate"
+        );
     }
 }

@@ -281,14 +281,17 @@ impl Receiver for TcpReceiver {
             if self.rcv_nxt == 0 {
                 self.syn_ack_at = Some(now);
             }
-            cx.send(control_segment(
+            let mut syn_ack = control_segment(
                 self.flow,
                 self.route,
                 self.dst,
                 now,
                 p.sent_at,
                 FLAG_SYN | FLAG_ACK,
-            ));
+            );
+            // The rates the SYN collected (RCP), echoed; no port stamps the answer.
+            syn_ack.rate = p.rate;
+            cx.send(syn_ack);
         }
     }
 

@@ -1108,14 +1108,11 @@ impl TcpSender {
     /// Sends the SYN and arms the retransmission timer for it.
     fn send_syn<S: Sched, H>(&mut self, cx: &mut EndpointCx<'_, S, H>) {
         let now = cx.now();
-        cx.send(control_segment(
-            self.flow,
-            self.route,
-            self.dst,
-            now,
-            Time::ZERO,
-            FLAG_SYN,
-        ));
+        let mut syn = control_segment(self.flow, self.route, self.dst, now, Time::ZERO, FLAG_SYN);
+        if self.cc.requests_rate() {
+            syn.ip = syn.ip.with_rate_request();
+        }
+        cx.send(syn);
         cx.arm_in(&mut self.timers, T_RTO, self.rto);
     }
 
@@ -1126,7 +1123,9 @@ impl TcpSender {
         }
         self.syn_pending = false;
         self.timers.cancel(T_RTO);
-        self.sample_rtt(cx.now().saturating_since(p.echo));
+        let rtt = cx.now().saturating_since(p.echo);
+        self.sample_rtt(rtt);
+        self.cc.on_syn_ack(p.rate.rate(), rtt);
         self.try_send(cx);
     }
 

@@ -91,6 +91,49 @@ fn hull_keeps_the_real_queue_near_empty_at_about_gamma() {
     );
 }
 
+/// RCP with the handshake: the SYN collects the routers' rate and the newcomer's first data
+/// goes at it (here the rate the first flow alone left, most of the link), where without
+/// the handshake its first round trip goes at the routers' initial 5 % of the link.
+#[test]
+fn rcp_newcomer_starts_at_the_rate_its_syn_ack_returns() {
+    // The newcomer's pacing rate when its first data reaches the receiver.
+    let first_rate = |handshake: &str| {
+        let r = run(
+            "scenarios/rcp-dumbbell.toml",
+            &[
+                handshake,
+                "sim.duration=6ms",
+                "sim.warmup=1ms",
+                "output.timeseries.every=\"20us\"",
+            ],
+        );
+        let samples: Vec<_> = r
+            .samples()
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .filter(|s| s.id == "1" && s.time_ns > 5_000_000)
+            .collect();
+        let t = samples
+            .iter()
+            .find(|s| s.kind == "throughput_gbps" && s.value > 0.0)
+            .expect("the newcomer delivers")
+            .time_ns;
+        samples
+            .iter()
+            .find(|s| s.kind == "rate_gbps" && s.time_ns == t)
+            .expect("a rate sample")
+            .value
+    };
+    let with = first_rate("transport.handshake=true");
+    let without = first_rate("transport.handshake=false");
+    assert!(
+        (without - 0.5).abs() < 1e-6,
+        "without the handshake: {without} Gb/s"
+    );
+    assert!(with > 4.0, "with the handshake: {with} Gb/s");
+}
+
 /// RCP on the same dumbbell (scenarios/rcp-dumbbell.toml), a second flow joining at 5 ms:
 /// RCP's switches offer every flow one rate, so the two must share equally a few RTTs after
 /// the join and stay equal, without loss, with a near-empty queue in the measurement window.
