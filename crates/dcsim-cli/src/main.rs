@@ -246,6 +246,9 @@ fn main() -> ExitCode {
                 for g in generated {
                     println!("  generator {g}");
                 }
+                for w in warnings(&s) {
+                    eprintln!("warning: {w}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => config_error(&e),
@@ -628,6 +631,61 @@ fn generators(s: &dcsim::Scenario) -> Result<Vec<String>, ConfigError> {
         .collect())
 }
 
+/// What a scenario may legally say but almost certainly does not mean: an ECN threshold
+/// at or above its buffer (DCTCP would never see a mark before drops), an offered load at
+/// or above the capacity it is relative to, explicit flows that start after the run ends.
+fn warnings(s: &dcsim::Scenario) -> Vec<String> {
+    use dcsim::net::qdisc::{Amount, QdiscSpec};
+    let mut out = Vec::new();
+    // Packets as full frames, as buffers given in bytes are.
+    let bytes = |a: Amount| match a {
+        Amount::Bytes(b) => b,
+        Amount::Packets(p) => p * u64::from(dcsim::net::wire::MAX_WIRE_BYTES),
+    };
+    for (key, q) in [("queue", &s.spec.queue), ("nic", &s.spec.nic)] {
+        if let QdiscSpec::Ecn(c) = q
+            && bytes(c.mark_threshold) >= bytes(c.buffer)
+        {
+            out.push(format!(
+                "{key}.mark_threshold ({}) is at or above {key}.buffer ({}): the queue drops before it marks, so ECN senders never see a mark",
+                c.mark_threshold, c.buffer
+            ));
+        }
+    }
+    if let Ok(sources) = s.sources() {
+        for (i, (src, _)) in sources.iter().enumerate() {
+            if let Some(l) = src.info().load.filter(|l| l.load >= 1.0) {
+                out.push(format!(
+                    "generators[{i}]: load {} is at or above the capacity it is relative to: queues and flow times grow without bound",
+                    l.load
+                ));
+            }
+        }
+    }
+    if let Some(end) = s.spec.sim.duration {
+        let late: Vec<String> = s
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.start >= dcsim::engine::Time::ZERO + end)
+            .map(|(i, _)| format!("flows[{i}]"))
+            .take(5)
+            .collect();
+        if !late.is_empty() {
+            let (verb, they) = if late.len() == 1 {
+                ("starts", "it never runs")
+            } else {
+                ("start", "they never run")
+            };
+            out.push(format!(
+                "{} {verb} at or after the end of the run ({end}): {they}",
+                late.join(", ")
+            ));
+        }
+    }
+    out
+}
+
 fn config_error(e: &ConfigError) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::from(2)
@@ -665,6 +723,9 @@ fn run(
         Ok(s) => s,
         Err(e) => return config_error(&e),
     };
+    for w in warnings(&scenario) {
+        eprintln!("warning: {w}");
+    }
     let out = out.unwrap_or_else(|| Path::new("results").join(&scenario.name));
     // Find an unwritable --out before simulating, not after.
     if let Err(e) = writable_parent(&out) {

@@ -761,3 +761,43 @@ fn plot_and_report_cover_runs_sweeps_and_reproductions() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("this is a results folder"));
 }
+
+/// `dcsim check` (and `run`) warns about what is legal but almost certainly wrong, on
+/// stderr, with exit code 0; the example scenarios get no warning.
+#[test]
+fn check_warns_about_legal_but_wrong_settings() {
+    for (file, sets, want) in [
+        (
+            "scenarios/websearch-star.toml",
+            vec!["queue.buffer=\"50pkts\""],
+            "queue.mark_threshold (65pkts) is at or above queue.buffer (50pkts)",
+        ),
+        (
+            "scenarios/websearch-star.toml",
+            vec!["generators[0].pattern.load=1.5"],
+            "generators[0]: load 1.5 is at or above the capacity",
+        ),
+        (
+            "scenarios/dctcp-dumbbell.toml",
+            vec!["flows[1].start=\"10s\""],
+            "flows[1] starts at or after the end of the run",
+        ),
+    ] {
+        let mut args = vec!["check", file];
+        for s in &sets {
+            args.extend(["--set", s]);
+        }
+        let o = dcsim(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains(&format!("warning: {want}")), "{sets:?}: {err}");
+    }
+    for f in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "toml") {
+            let o = dcsim(&["check", f.to_str().unwrap()]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success() && !err.contains("warning"), "{}: {err}", f.display());
+        }
+    }
+}
