@@ -172,13 +172,18 @@ def test_runs_release_the_gil_and_threads_agree():
         digests.append(sc.run().digest)
 
     threads = [threading.Thread(target=work) for _ in range(2)]
+    start = time.monotonic()
     for t in threads:
         t.start()
     while any(t.is_alive() for t in threads):
-        ticks.append(1)  # the main thread keeps running Python meanwhile
+        ticks.append(time.monotonic())  # the main thread keeps running Python meanwhile
         time.sleep(0.001)
+    elapsed = time.monotonic() - start
     assert len(set(digests)) == 1 and len(digests) == 2
-    assert len(ticks) > 1
+    # A run holding the GIL would stop the main thread for the whole run: one gap as long
+    # as the run. Released, the main thread ticks throughout.
+    gaps = [b - a for a, b in zip([start, *ticks], ticks)]
+    assert len(ticks) >= 5 and max(gaps) < elapsed / 2, (len(ticks), max(gaps), elapsed)
 
 
 def test_ctrl_c_stops_a_run():
