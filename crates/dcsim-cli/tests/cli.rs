@@ -797,7 +797,11 @@ fn check_warns_about_legal_but_wrong_settings() {
         if f.extension().is_some_and(|e| e == "toml") {
             let o = dcsim(&["check", f.to_str().unwrap()]);
             let err = String::from_utf8_lossy(&o.stderr);
-            assert!(o.status.success() && !err.contains("warning"), "{}: {err}", f.display());
+            assert!(
+                o.status.success() && !err.contains("warning"),
+                "{}: {err}",
+                f.display()
+            );
         }
     }
 }
