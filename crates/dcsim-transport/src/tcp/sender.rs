@@ -584,7 +584,8 @@ impl TcpSender {
         if lost {
             let whole = len;
             let fit = (room / mss).max(1) * mss;
-            if whole > fit && in_flight > 0 {
+            // After a timeout too (nothing in flight, a window of one or two segments).
+            if whole > fit {
                 self.board.split(seq, seq + fit);
                 return Some((seq, fit));
             }
