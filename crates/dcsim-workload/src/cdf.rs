@@ -32,6 +32,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::unit_f64;
 
+/// The largest CDF file read: far beyond any measured distribution (a million rows).
+pub const MAX_CDF_FILE_BYTES: u64 = 16 << 20;
+/// The longest line of a CDF file, as of a trace file.
+pub const MAX_CDF_LINE_BYTES: usize = 4096;
+
 /// The column layout of a CDF file. In every format, blank lines and everything after a `#`
 /// are ignored, and columns are separated by white space or commas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -283,14 +288,43 @@ impl EmpiricalCdf {
         Self::from_points(points, unit_bytes, source).map_err(|reason| err(None, reason))
     }
 
-    /// Reads and parses a file (see [`parse`](Self::parse)). Errors name the path.
+    /// Reads and parses a file (see [`parse`](Self::parse)). Errors name the path. The file
+    /// is read up to [`MAX_CDF_FILE_BYTES`] and its lines up to [`MAX_CDF_LINE_BYTES`], as
+    /// traces are, so that a wrong path (`/dev/zero`, a disk image) is refused at once
+    /// instead of filling memory.
     pub fn from_file(path: &Path, format: CdfFormat, unit_bytes: u64) -> Result<Self, CdfError> {
+        use std::io::Read as _;
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| CdfError {
+        let err = |line: Option<usize>, reason: String| CdfError {
             file: name.clone(),
-            line: None,
-            reason: format!("cannot read: {e}"),
-        })?;
+            line,
+            reason,
+        };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_CDF_FILE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| err(None, format!("cannot read: {e}")))?;
+        if bytes.len() as u64 > MAX_CDF_FILE_BYTES {
+            return Err(err(
+                None,
+                format!(
+                    "larger than {} MiB; is this a CDF file?",
+                    MAX_CDF_FILE_BYTES >> 20
+                ),
+            ));
+        }
+        if let Some((i, _)) = bytes
+            .split(|&b| b == b'\n')
+            .enumerate()
+            .find(|(_, l)| l.len() > MAX_CDF_LINE_BYTES)
+        {
+            return Err(err(
+                Some(i + 1),
+                format!("a line longer than {MAX_CDF_LINE_BYTES} bytes; is this a CDF file?"),
+            ));
+        }
+        let text =
+            String::from_utf8(bytes).map_err(|e| err(None, format!("not text (UTF-8): {e}")))?;
         Self::parse(&text, format, unit_bytes, &name)
     }
 
@@ -461,6 +495,32 @@ mod tests {
     use dcsim_engine::RngTree;
 
     use super::*;
+
+    /// A wrong path is refused at once with a bounded read: a file without line ends, one
+    /// larger than any distribution, and one that is not text.
+    #[test]
+    fn cdf_files_are_read_within_bounds() {
+        let e =
+            EmpiricalCdf::from_file(Path::new("/dev/zero"), CdfFormat::default(), 1).unwrap_err();
+        assert!(e.to_string().contains("larger than 16 MiB"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.cdf");
+        let row = "1000 0.5\n".repeat((MAX_CDF_FILE_BYTES / 9 + 1) as usize);
+        std::fs::write(&big, row).unwrap();
+        let e = EmpiricalCdf::from_file(&big, CdfFormat::default(), 1).unwrap_err();
+        assert!(e.to_string().contains("larger than 16 MiB"), "{e}");
+        let long = dir.path().join("long.cdf");
+        std::fs::write(&long, format!("1000 0.5\n{}\n", "1".repeat(5000))).unwrap();
+        let e = EmpiricalCdf::from_file(&long, CdfFormat::default(), 1).unwrap_err();
+        assert!(
+            e.to_string().contains("a line longer than 4096 bytes"),
+            "{e}"
+        );
+        let bin = dir.path().join("bin.cdf");
+        std::fs::write(&bin, [0xff, 0xfe, b'\n']).unwrap();
+        let e = EmpiricalCdf::from_file(&bin, CdfFormat::default(), 1).unwrap_err();
+        assert!(e.to_string().contains("not text"), "{e}");
+    }
     use crate::testutil::ks_statistic;
 
     /// The means stated in the built-in files' headers ("mean = N B under that rule"),
