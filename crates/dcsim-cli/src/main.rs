@@ -231,10 +231,10 @@ fn main() -> ExitCode {
         } => run(&file, out, seed, sets, quiet, format, threads.into()),
         Cmd::Sweep(args) => sweep::run(args),
         Cmd::Check { file, sets } => match load(&file, &sets).and_then(|s| {
-            let generated = generators(&s)?;
-            Ok((s, generated))
+            let sources = s.sources()?;
+            Ok((s, sources))
         }) {
-            Ok((s, generated)) => {
+            Ok((s, sources)) => {
                 let links = s.graph.links.len();
                 let switches = s.graph.nodes.len() - s.graph.hosts.len();
                 println!(
@@ -243,10 +243,10 @@ fn main() -> ExitCode {
                     s.graph.hosts.len(),
                     s.flows.len()
                 );
-                for g in generated {
+                for g in generators(&sources) {
                     println!("  generator {g}");
                 }
-                for w in warnings(&s) {
+                for w in warnings(&s, &sources) {
                     eprintln!("warning: {w}");
                 }
                 ExitCode::SUCCESS
@@ -592,8 +592,8 @@ fn load(file: &Path, sets: &[String]) -> Result<dcsim::Scenario, ConfigError> {
 
 /// One line per traffic generator of `s`: what it will produce (its flow count when
 /// known, else its arrival rate, caps and load).
-fn generators(s: &dcsim::Scenario) -> Result<Vec<String>, ConfigError> {
-    Ok(s.sources()?
+fn generators(sources: &[(dcsim::workload::FlowSource, u32)]) -> Vec<String> {
+    sources
         .iter()
         .map(|(src, _)| {
             let i = src.info();
@@ -628,13 +628,13 @@ fn generators(s: &dcsim::Scenario) -> Result<Vec<String>, ConfigError> {
             }
             parts.join(", ")
         })
-        .collect())
+        .collect()
 }
 
 /// What a scenario may legally say but almost certainly does not mean: an ECN threshold
 /// at or above its buffer (DCTCP would never see a mark before drops), an offered load at
 /// or above the capacity it is relative to, explicit flows that start after the run ends.
-fn warnings(s: &dcsim::Scenario) -> Vec<String> {
+fn warnings(s: &dcsim::Scenario, sources: &[(dcsim::workload::FlowSource, u32)]) -> Vec<String> {
     use dcsim::net::qdisc::{Amount, QdiscSpec};
     let mut out = Vec::new();
     // Packets as full frames, as buffers given in bytes are.
@@ -652,14 +652,12 @@ fn warnings(s: &dcsim::Scenario) -> Vec<String> {
             ));
         }
     }
-    if let Ok(sources) = s.sources() {
-        for (i, (src, _)) in sources.iter().enumerate() {
-            if let Some(l) = src.info().load.filter(|l| l.load >= 1.0) {
-                out.push(format!(
-                    "generators[{i}]: load {} is at or above the capacity it is relative to: queues and flow times grow without bound",
-                    l.load
-                ));
-            }
+    for (i, (src, _)) in sources.iter().enumerate() {
+        if let Some(l) = src.info().load.filter(|l| l.load >= 1.0) {
+            out.push(format!(
+                "generators[{i}]: load {} is at or above the capacity it is relative to: queues and flow times grow without bound",
+                l.load
+            ));
         }
     }
     if let Some(end) = s.spec.sim.duration {
@@ -723,9 +721,6 @@ fn run(
         Ok(s) => s,
         Err(e) => return config_error(&e),
     };
-    for w in warnings(&scenario) {
-        eprintln!("warning: {w}");
-    }
     let out = out.unwrap_or_else(|| Path::new("results").join(&scenario.name));
     // Find an unwritable --out before simulating, not after.
     if let Err(e) = writable_parent(&out) {
@@ -736,6 +731,10 @@ fn run(
         Ok(w) => w,
         Err(e) => return config_error(&e),
     };
+    // The generators as the world built them: a pattern is built once.
+    for w in warnings(world.scenario(), world.sources()) {
+        eprintln!("warning: {w}");
+    }
     world.spill_time_series_beside(&out);
     let mut split = None;
     if threads > 1 {

@@ -41,8 +41,8 @@ struct Run {
     dir: PathBuf,
     kernel: bool,
     summary: Value,
-    /// (size in bytes, FCT in µs, slowdown) of measured flows; size `None` for long flows.
-    flows: Vec<(Option<u64>, Option<f64>, Option<f64>)>,
+    /// The measured flows; size `None` for long flows.
+    flows: Vec<FlowRow>,
     goodput_gbps: Vec<f64>,
     retransmits: Option<u64>,
     timeouts: Option<u64>,
@@ -243,6 +243,9 @@ fn load(dir: &Path) -> Result<Run, String> {
     })
 }
 
+/// (size in bytes, FCT in µs, slowdown) of one flow, `None` where not measured.
+type FlowRow = (Option<u64>, Option<f64>, Option<f64>);
+
 /// The queues of one port of a run (`None`: not measured).
 struct PortStat {
     name: String,
@@ -346,20 +349,18 @@ fn est_cell(e: Option<Estimate>, digits: usize) -> [String; 3] {
 /// The FCT and slowdown statistics of one run's flows whose size is in `[lo, hi)`.
 fn bucket_stats(r: &Run, lo: u64, hi: Option<u64>) -> (usize, [Option<Estimate>; 6]) {
     let inside = |s: &Option<u64>| s.is_some_and(|s| s >= lo && hi.is_none_or(|h| s < h));
-    let mut fct: Vec<f64> = r
-        .flows
-        .iter()
-        .filter(|f| inside(&f.0))
-        .filter_map(|f| f.1)
-        .collect();
-    let mut slow: Vec<f64> = r
-        .flows
-        .iter()
-        .filter(|f| inside(&f.0))
-        .filter_map(|f| f.2)
-        .collect();
-    fct.sort_by(f64::total_cmp);
-    slow.sort_by(f64::total_cmp);
+    // The sorted values a flow's field holds, for the flows in the bucket.
+    let sorted = |field: fn(&FlowRow) -> Option<f64>| {
+        let mut v: Vec<f64> = r
+            .flows
+            .iter()
+            .filter(|f| inside(&f.0))
+            .filter_map(field)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (fct, slow) = (sorted(|f| f.1), sorted(|f| f.2));
     (
         fct.len(),
         [

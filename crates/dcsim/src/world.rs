@@ -267,6 +267,10 @@ impl World {
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
     }
+    /// The scenario's traffic patterns, with the index of their transport.
+    pub fn sources(&self) -> &[(FlowSource, u32)] {
+        &self.sources
+    }
     /// Whether the world has run, or began a run that stopped: it cannot run again (a new
     /// world from [`World::scenario`] can).
     pub fn is_spent(&self) -> bool {
