@@ -246,6 +246,9 @@ fn main() -> ExitCode {
                 for g in generators(&sources) {
                     println!("  generator {g}");
                 }
+                for n in &s.port_notes {
+                    println!("  {n}");
+                }
                 for w in warnings(&s, &sources) {
                     eprintln!("warning: {w}");
                 }
@@ -642,7 +645,8 @@ fn warnings(s: &dcsim::Scenario, sources: &[(dcsim::workload::FlowSource, u32)])
         Amount::Bytes(b) => b,
         Amount::Packets(p) => p * u64::from(dcsim::net::wire::MAX_WIRE_BYTES),
     };
-    for (key, q) in [("queue", &s.spec.queue), ("nic", &s.spec.nic)] {
+    let (queue, nic) = s.ports();
+    for (key, q) in [("queue", queue), ("nic", nic)] {
         if let QdiscSpec::Ecn(c) = q
             && bytes(c.mark_threshold) >= bytes(c.buffer)
         {
@@ -652,11 +656,34 @@ fn warnings(s: &dcsim::Scenario, sources: &[(dcsim::workload::FlowSource, u32)])
             ));
         }
     }
+    let uplinks = s.source_params.tor_uplink_capacity.map(|r| r.bps() as f64);
     for (i, (src, _)) in sources.iter().enumerate() {
-        if let Some(l) = src.info().load.filter(|l| l.load >= 1.0) {
+        let info = src.info();
+        let Some(l) = info.load else { continue };
+        if l.load >= 1.0 {
             out.push(format!(
                 "generators[{i}]: load {} is at or above the capacity it is relative to: queues and flow times grow without bound",
                 l.load
+            ));
+            continue;
+        }
+        // What reaches the ToR uplinks: the flows that leave their rack.
+        let (Some(share), Some(cap)) = (info.leaving_rack, uplinks) else {
+            continue;
+        };
+        let realised = l.offered_bps * share / cap;
+        let tor = l.relative_to == dcsim::workload::LoadBasis::TorUplinks;
+        if tor && share < 0.95 {
+            out.push(format!(
+                "generators[{i}]: load {} of the ToR uplinks counts every flow, but only {:.0} % of flows leave their rack, so the uplinks carry about {realised:.2}; destinations = \"inter-rack\" puts the whole load on them (docs/workloads.md)",
+                l.load,
+                share * 100.0
+            ));
+        } else if !tor && realised >= 1.0 {
+            out.push(format!(
+                "generators[{i}]: load {} of the host links offers the ToR uplinks about {realised:.2} of their capacity ({:.0} % of flows leave their rack): they saturate, queues and flow times grow without bound",
+                l.load,
+                share * 100.0
             ));
         }
     }

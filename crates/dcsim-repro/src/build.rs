@@ -33,8 +33,8 @@ pub fn scenario(sim: SimSpec, topology: TopologySpec) -> ScenarioSpec {
         sim,
         topology,
         routing: RoutingSpec::default(),
-        queue: default_queue(),
-        nic: default_nic(),
+        queue: Some(default_queue()),
+        nic: Some(default_nic()),
         transport: TransportSpec::default(),
         transports: Default::default(),
         flows: Vec::new(),
@@ -261,10 +261,13 @@ impl Scheme {
             // and multi-bottleneck set α = 1/32: `script_alpha`), and ns-2's request and
             // NACK timeout of 100 ms, which none of them changes.
             Self::Xpass(law) => {
-                s.queue =
-                    credit_shaper(credit_buffer, 10, drop_tail(100 * 1538 * gbps.div_ceil(10)));
+                s.queue = Some(credit_shaper(
+                    credit_buffer,
+                    10,
+                    drop_tail(100 * 1538 * gbps.div_ceil(10)),
+                ));
                 s.nic = match nics {
-                    Nics::DropTail => nic,
+                    Nics::DropTail => Some(nic),
                     Nics::LikeSwitch => s.queue.clone(),
                 };
                 s.transport = TransportSpec::Expresspass(XpassConfig {
@@ -282,20 +285,20 @@ impl Scheme {
                 } else {
                     (65 * gbps.div_ceil(10), 1.0 / 16.0)
                 };
-                s.queue = QdiscSpec::Ecn(EcnConfig {
+                s.queue = Some(QdiscSpec::Ecn(EcnConfig {
                     buffer: Amount::Packets(250 * gbps.div_ceil(10)),
                     mark_threshold: Amount::Packets(k),
-                });
-                s.nic = nic;
+                }));
+                s.nic = Some(nic);
                 s.transport = dctcp(g, gbps);
             }
             Self::Rcp => {
-                s.queue = QdiscSpec::Rcp(RcpRouterConfig {
+                s.queue = Some(QdiscSpec::Rcp(RcpRouterConfig {
                     rtt: Dur::from_us(100),
                     inner: Box::new(drop_tail(250 * 1538 * gbps.div_ceil(10))),
                     ..RcpRouterConfig::default()
-                });
-                s.nic = nic;
+                }));
+                s.nic = Some(nic);
                 // The paper's handshake: the SYN collects the routers' rate, and the first
                 // data goes at the rate the SYN-ACK returns.
                 s.transport = TransportSpec::Tcp(TcpConfig {
@@ -353,32 +356,32 @@ impl FatTreeScheme {
             // 26 October 2017; the first public code, two weeks older, already had its
             // dynamic target).
             Self::Xpass | Self::XpassHead => {
-                s.queue = credit_shaper(8, 2, drop_tail(buffer));
-                s.nic = credit_shaper(8, 2, drop_tail(nic));
+                s.queue = Some(credit_shaper(8, 2, drop_tail(buffer)));
+                s.nic = Some(credit_shaper(8, 2, drop_tail(nic)));
                 s.transport =
                     TransportSpec::Expresspass(xpass_large_scale(self == Self::XpassHead));
             }
             Self::Dctcp => {
-                s.queue = QdiscSpec::Ecn(EcnConfig {
+                s.queue = Some(QdiscSpec::Ecn(EcnConfig {
                     buffer: Amount::Bytes(buffer),
                     mark_threshold: Amount::Packets(65 * scale),
-                });
-                s.nic = drop_tail(nic);
+                }));
+                s.nic = Some(drop_tail(nic));
                 s.transport = dctcp(0.0625, gbps);
             }
             // The ExpressPass evaluation: "HULL (target utilization 0.95)"; the paper's other HULL
             // settings are not known, so HULL's own (docs/protocols/hull.md).
             Self::Hull => {
-                s.queue = QdiscSpec::Phantom(PhantomConfig {
+                s.queue = Some(QdiscSpec::Phantom(PhantomConfig {
                     inner: Box::new(drop_tail(buffer)),
                     ..PhantomConfig::default()
-                });
-                s.nic = drop_tail(nic);
+                }));
+                s.nic = Some(drop_tail(nic));
                 s.transport = tcp_baseline(CcSpec::Hull(HullConfig::default()), gbps);
             }
             Self::Dx => {
-                s.queue = drop_tail(buffer);
-                s.nic = drop_tail(nic);
+                s.queue = Some(drop_tail(buffer));
+                s.nic = Some(drop_tail(nic));
                 s.transport = tcp_baseline(CcSpec::Dx(DxConfig::default()), gbps);
             }
         }
@@ -421,7 +424,7 @@ pub fn script_alpha(s: &mut ScenarioSpec) {
 /// `credits` credits.
 pub fn credit_burst(s: &mut ScenarioSpec, credits: u64) {
     for q in [&mut s.queue, &mut s.nic] {
-        if let QdiscSpec::Credit(c) = q {
+        if let Some(QdiscSpec::Credit(c)) = q {
             c.credit_burst = Amount::Packets(credits);
         }
     }

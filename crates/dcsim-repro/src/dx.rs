@@ -52,7 +52,7 @@ fn scenario(
 ) -> ScenarioSpec {
     let sim = build::sim(Some(Dur::from_ms(dur_ms)), Dur::from_ms(warm_ms));
     let mut s = build::scenario(sim, build::dumbbell(n, gbps));
-    s.queue = queue;
+    s.queue = Some(queue);
     s.transport = build::tcp(cc);
     s.generators = vec![
         Pairs {

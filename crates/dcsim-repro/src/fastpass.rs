@@ -81,12 +81,12 @@ fn scenario(s: Scheme, load: u32, flows: u64) -> ScenarioSpec {
         // Control packets first; data behind them in the same 250-packet buffer as DCTCP's.
         Scheme::Fastpass | Scheme::FastpassGuard => {
             FatTreeScheme::Dctcp.configure(&mut sc, GBPS);
-            sc.queue = QdiscSpec::Prio(PrioConfig {
+            sc.queue = Some(QdiscSpec::Prio(PrioConfig {
                 control_buffer: Amount::Packets(64),
                 inner: Box::new(QdiscSpec::DropTail(DropTailConfig {
                     buffer: Amount::Bytes(250 * 1538),
                 })),
-            });
+            }));
             sc.transport = TransportSpec::Fastpass(FastpassConfig {
                 arbiter: Some(ARBITER),
                 slot_bytes: if s == Scheme::FastpassGuard {

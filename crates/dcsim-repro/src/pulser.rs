@@ -65,13 +65,13 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
         buffer: Amount::Packets(250),
         mark_threshold: Amount::Packets(65),
     });
-    sc.queue = match s {
+    sc.queue = Some(match s {
         Scheme::Pulser => QdiscSpec::Ein(EinConfig {
             inner: Box::new(ecn),
             ..EinConfig::default()
         }),
         _ => ecn,
-    };
+    });
     sc.transport = match s {
         Scheme::Ideal => TransportSpec::Ideal(IdealConfig::default()),
         _ => TransportSpec::Tcp(TcpConfig {

@@ -157,12 +157,12 @@ fn scenario(t: Topo, s: Scheme, duration: Dur, reps: u32) -> ScenarioSpec {
     let droptail = QdiscSpec::DropTail(DropTailConfig {
         buffer: Amount::Packets(QUEUE_PKTS),
     });
-    sc.nic = droptail.clone();
-    sc.queue = match s {
+    sc.nic = Some(droptail.clone());
+    sc.queue = Some(match s {
         Scheme::Red => red(false),
         Scheme::Ecn => red(true),
         _ => droptail,
-    };
+    });
     sc.transport = tcp(s.ecn());
     sc.transports.insert("interactive".into(), tcp(s.ecn()));
     if matches!(s, Scheme::Controller | Scheme::ControllerShort) {

@@ -190,6 +190,10 @@ pub struct Needs {
     pub switch_ports: Option<(PortFeatures, &'static str)>,
     /// What every host NIC must do, and why.
     pub nics: Option<(PortFeatures, &'static str)>,
+    /// What host NICs should do when the scenario names no NIC discipline, and why (a
+    /// paper's setting that the transport runs without, as some of its authors' own
+    /// set-ups do).
+    pub nic_preference: Option<(PortFeatures, &'static str)>,
     /// Header fields the network must fill in.
     pub telemetry: Telemetry,
 }
@@ -207,6 +211,7 @@ impl Needs {
             flow_routes: self.flow_routes.or(other.flow_routes),
             switch_ports: ports(self.switch_ports, other.switch_ports),
             nics: ports(self.nics, other.nics),
+            nic_preference: ports(self.nic_preference, other.nic_preference),
             telemetry: self.telemetry | other.telemetry,
         }
     }

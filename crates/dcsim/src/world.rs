@@ -167,11 +167,12 @@ impl World {
     pub fn new(scenario: Scenario) -> Result<Self, ConfigError> {
         let spec = &scenario.spec;
         let rng = RngTree::new(spec.sim.seed);
+        let (queue, nic) = scenario.ports();
         let mut net = Network::new(&scenario.graph, spec.routing, |p| {
             if p.on_host {
-                spec.nic.build(&rng, u64::from(p.id.0), p.rate)
+                nic.build(&rng, u64::from(p.id.0), p.rate)
             } else {
-                spec.queue.build(&rng, u64::from(p.id.0), p.rate)
+                queue.build(&rng, u64::from(p.id.0), p.rate)
             }
         })
         .map_err(|e| ConfigError {

@@ -437,6 +437,38 @@ impl PortFeatures {
     ];
 }
 
+impl QdiscSpec {
+    /// The discipline that provides `feature` (one of [`PortFeatures::DESCRIPTIONS`]), with
+    /// its default parameters, around `inner`: how a scenario gets the ports a transport
+    /// needs without naming them.
+    pub fn providing(feature: PortFeatures, inner: Self) -> Option<Self> {
+        let inner = Box::new(inner);
+        if feature == PortFeatures::CREDIT_SHAPING {
+            Some(Self::Credit(CreditShaperConfig {
+                inner,
+                ..CreditShaperConfig::default()
+            }))
+        } else if feature == PortFeatures::RATE_STAMPING {
+            Some(Self::Rcp(RcpRouterConfig {
+                inner,
+                ..RcpRouterConfig::default()
+            }))
+        } else if feature == PortFeatures::PHANTOM_MARKING {
+            Some(Self::Phantom(PhantomConfig {
+                inner,
+                ..PhantomConfig::default()
+            }))
+        } else if feature == PortFeatures::INCAST_NOTIFICATION {
+            Some(Self::Ein(EinConfig {
+                inner,
+                ..EinConfig::default()
+            }))
+        } else {
+            None
+        }
+    }
+}
+
 /// What building a port's discipline may use.
 pub struct BuildCx<'a> {
     /// The run's random streams; a discipline draws from its stream for this port.
@@ -622,6 +654,23 @@ mod tests {
 
     use super::*;
     use crate::testkit::QdiscDriver;
+
+    /// Every feature a transport may need has a discipline that provides it around any
+    /// other, the one its description names.
+    #[test]
+    fn every_feature_has_a_discipline_providing_it() {
+        let inner = QdiscSpec::DropTail(DropTailConfig {
+            buffer: Amount::Packets(7),
+        });
+        for &(feature, _, kind) in PortFeatures::DESCRIPTIONS {
+            let q = QdiscSpec::providing(feature, inner.clone()).unwrap();
+            assert_eq!(q.name(), kind);
+            assert!(q.features().contains(feature), "{kind}");
+            assert!(toml::to_string(&q).unwrap().contains("7pkts"), "{kind}");
+            q.validate().unwrap();
+        }
+        assert!(QdiscSpec::providing(PortFeatures::empty(), inner).is_none());
+    }
 
     #[test]
     fn a_counting_fifo_counts_as_a_storing_one() {

@@ -121,7 +121,7 @@ mod tests {
             };
             assert_eq!(x.law, Some(law), "{}", r.name);
             assert_eq!(x.jitter, Some([-jitter, jitter]), "{}", r.name);
-            let QdiscSpec::Credit(q) = &r.scenario.queue else {
+            let Some(QdiscSpec::Credit(q)) = &r.scenario.queue else {
                 panic!("{}: no credit shaper", r.name);
             };
             assert_eq!(q.credit_burst, Amount::Packets(burst), "{}", r.name);

@@ -243,6 +243,10 @@ impl Transport for Xpass {
                 "credits must be rate-limited at every hop",
             )),
             nics: None,
+            nic_preference: Some((
+                PortFeatures::CREDIT_SHAPING,
+                "the authors' fat-tree script shapes credits at host NICs too",
+            )),
             telemetry: Telemetry::empty(),
         }
     }

@@ -145,6 +145,37 @@ impl Endpoints {
         })
     }
 
+    /// The expected share of flows whose destination is in another rack than the source,
+    /// with racks of `per_rack` consecutive hosts (None without racks): what a load
+    /// relative to the ToR uplinks puts on them. Exact for the mode; O(n).
+    pub(crate) fn leaving_rack(&self, per_rack: Option<u32>) -> Option<f64> {
+        let per_rack = u64::from(per_rack.filter(|&r| r > 0)?);
+        let (first, n) = (u64::from(self.first), u64::from(self.n));
+        let rack = |h: u64| (first + h) / per_rack;
+        // Hosts of the set in host h's rack.
+        let mates = |h: u64| {
+            let lo = (rack(h) * per_rack).max(first);
+            let hi = ((rack(h) + 1) * per_rack).min(first + n);
+            hi - lo
+        };
+        let share = match &self.mode {
+            DstMode::InterRack { .. } => 1.0,
+            DstMode::Uniform => {
+                (0..n)
+                    .map(|h| (n - mates(h)) as f64 / (n - 1) as f64)
+                    .sum::<f64>()
+                    / n as f64
+            }
+            DstMode::Permutation(p) => {
+                (0..n)
+                    .filter(|&h| rack(h) != rack(u64::from(p[h as usize])))
+                    .count() as f64
+                    / n as f64
+            }
+        };
+        Some(share)
+    }
+
     /// A source uniform over the set and a distinct destination by the mode. O(1).
     pub(crate) fn draw(&mut self) -> (u32, u32) {
         let s = self.src_rng.random_range(0..self.n);
@@ -172,4 +203,35 @@ impl Endpoints {
 
 fn to_u32(x: u64) -> u32 {
     u32::try_from(x).expect("a position within a host set of at most u32::MAX hosts")
+}
+
+#[cfg(test)]
+mod tests {
+    use dcsim_engine::RngTree;
+
+    use super::*;
+    use crate::pattern::testutil::cx;
+
+    /// The share of flows leaving their rack: exact for uniform destinations (24 of 31
+    /// others in racks of 8; a set that starts mid-rack counts only its own members), 1 for
+    /// inter-rack ones, and for a permutation what its draws do; unknown without racks.
+    #[test]
+    fn the_share_leaving_the_rack_is_what_the_draws_do() {
+        let rng = RngTree::new(7);
+        let cx = cx(32, &rng);
+        let ends = |first, n, d| Endpoints::new("t", first, n, d, Some(8), &cx).unwrap();
+        let share = |e: &Endpoints| e.leaving_rack(Some(8)).unwrap();
+        assert!((share(&ends(0, 32, Destinations::Uniform)) - 24.0 / 31.0).abs() < 1e-12);
+        // Hosts 4..20: racks hold 4, 8 and 4 of them.
+        let want = (4.0 * 12.0 + 8.0 * 8.0 + 4.0 * 12.0) / 15.0 / 16.0;
+        assert!((share(&ends(4, 16, Destinations::Uniform)) - want).abs() < 1e-12);
+        assert_eq!(share(&ends(0, 32, Destinations::InterRack)), 1.0);
+        let mut p = ends(0, 32, Destinations::Permutation);
+        let leaving = (0..3200)
+            .map(|_| p.draw())
+            .filter(|(s, d)| s / 8 != d / 8)
+            .count() as f64;
+        assert!((leaving / 3200.0 - share(&p)).abs() < 0.03, "{leaving}");
+        assert_eq!(ends(0, 32, Destinations::Uniform).leaving_rack(None), None);
+    }
 }

@@ -97,20 +97,15 @@ impl Pattern for PoissonSpec {
             tor_uplink_capacity: cx.tor_uplink_capacity,
         }
         .resolve()?;
-        let ends = Endpoints::new(
-            "poisson",
-            first,
-            n,
-            self.destinations,
-            self.hosts_per_rack.or(cx.hosts_per_rack),
-            cx,
-        )?;
+        let per_rack = self.hosts_per_rack.or(cx.hosts_per_rack);
+        let ends = Endpoints::new("poisson", first, n, self.destinations, per_rack, cx)?;
         let info = SourceInfo {
             kind: "poisson",
             size: Some(size.to_string()),
             mean_size_bytes: Some(size.mean_bytes()),
             flows_per_s: Some(load.flows_per_s),
             load: Some(load),
+            leaving_rack: ends.leaving_rack(per_rack),
             ..SourceInfo::default()
         };
         let g = PoissonGen::new("poisson", self.start, load.flows_per_s, ends, size, cx);

@@ -137,6 +137,10 @@ impl Pattern for PulserSpec {
             ..SourceInfo::default()
         };
         let ends = Endpoints::new("pulser", first, n, Destinations::Uniform, None, cx)?;
+        let info = SourceInfo {
+            leaving_rack: ends.leaving_rack(cx.hosts_per_rack),
+            ..info
+        };
         let background = PoissonGen::new("pulser", self.start, load.flows_per_s, ends, size, cx);
         let incast = QueryGen::new(
             "pulser.incast",

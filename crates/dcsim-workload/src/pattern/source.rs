@@ -94,6 +94,11 @@ pub struct SourceInfo {
     /// The load definition and the arrival rate it gives.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadInfo>,
+    /// For a load relative to the ToR uplinks: the expected share of flows that leave
+    /// their rack, and so cross an uplink (not written to summary.json; `dcsim check` warns
+    /// when it is well below 1).
+    #[serde(skip)]
+    pub leaving_rack: Option<f64>,
     /// Number of flows, when known in advance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flows: Option<u64>,

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use dcsim_engine::{Dur, Time};
-use dcsim_net::qdisc::PortFeatures;
+use dcsim_net::qdisc::{PortFeatures, QdiscSpec};
 use dcsim_net::{Graph, HostId, TopologySpec};
-use dcsim_transport::{FlowSpec, TransportSpec};
+use dcsim_transport::{FlowSpec, Needs, TransportSpec};
 
 use super::{
     ConfigError, FlowKeyword, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams,
@@ -25,6 +25,10 @@ impl ScenarioSpec {
         let mut spec = self.clone();
         let graph = resolve_network(&mut spec).map_err(err)?;
         let transports = resolve_transports(&mut spec).map_err(err)?;
+        let port_notes = resolve_ports(&mut spec, &transports.specs).map_err(err)?;
+        for t in &transports.specs {
+            check_needs(t, &spec).map_err(err)?;
+        }
         let flows = explicit_flows(&spec, graph.hosts.len() as u32, &transports).map_err(err)?;
         let generators = spec
             .generators
@@ -53,6 +57,7 @@ impl ScenarioSpec {
             flows,
             generators,
             transports: transports.specs,
+            port_notes,
             source_params,
         };
         // Build every source once: it checks the pattern against the network (hosts in
@@ -207,8 +212,6 @@ fn resolve_network(spec: &mut ScenarioSpec) -> Result<Graph, String> {
             MAX_LINK_DELAY
         ));
     }
-    spec.queue.validate().map_err(|e| format!("queue.{e}"))?;
-    spec.nic.validate().map_err(|e| format!("nic.{e}"))?;
     Ok(graph)
 }
 
@@ -284,10 +287,108 @@ fn resolve_transports(spec: &mut ScenarioSpec) -> Result<Transports, String> {
         index_of.insert(name.clone(), specs.len() as u32);
         specs.push(t.clone());
     }
-    for t in &specs {
-        check_needs(t, spec)?;
-    }
     Ok(Transports { specs, index_of })
+}
+
+/// Sets the switch and NIC disciplines of `spec` to what runs: a named one as written, an
+/// unnamed one as the transports want it; where a named one lacks a feature a transport
+/// needs (ExpressPass's credit shaping, say, on an ECN queue that DCTCP shares in a sweep),
+/// the discipline that provides it wraps the named one. Returns one line for each choice
+/// made, for `dcsim check`.
+fn resolve_ports(
+    spec: &mut ScenarioSpec,
+    transports: &[TransportSpec],
+) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    let needs = |f: fn(&Needs) -> Option<(PortFeatures, &'static str)>| {
+        transports
+            .iter()
+            .filter_map(|t| f(&t.needs()).map(|(w, why)| (t.label(), w, why)))
+            .collect::<Vec<_>>()
+    };
+    let switch_needs = needs(|n| n.switch_ports);
+    let queue = match spec.queue.take() {
+        Some(q) => {
+            q.validate().map_err(|e| format!("queue.{e}"))?;
+            q
+        }
+        // Transports that each need a discipline of their own get it around the plain
+        // buffer (their own signals replace the ECN threshold), except Pulser's
+        // notification, which DCTCP's marking goes with; if any transport needs nothing
+        // (DCTCP beside ExpressPass, say), the default ECN queue stays under the wrappers.
+        None if transports.iter().all(|t| {
+            t.needs()
+                .switch_ports
+                .is_some_and(|(w, _)| !(w - PortFeatures::INCAST_NOTIFICATION).is_empty())
+        }) =>
+        {
+            super::spec::default_data_buffer()
+        }
+        None => super::spec::default_queue(),
+    };
+    spec.queue = Some(wrap_for(
+        queue,
+        ("queue", "needs"),
+        &switch_needs,
+        &mut notes,
+    ));
+    let nic = match spec.nic.take() {
+        Some(q) => {
+            q.validate().map_err(|e| format!("nic.{e}"))?;
+            q
+        }
+        None => wrap_for(
+            super::spec::default_nic(),
+            ("nic", "is run with"),
+            &needs(|n| n.nic_preference),
+            &mut notes,
+        ),
+    };
+    spec.nic = Some(wrap_for(
+        nic,
+        ("nic", "needs"),
+        &needs(|n| n.nics),
+        &mut notes,
+    ));
+    Ok(notes)
+}
+
+/// `q` wrapped in the discipline providing each feature `wanted` names that `q` lacks, the
+/// credit shaper outermost (credits must pass every other discipline); one note per
+/// wrapper, "KEY: ... because TRANSPORT VERB FEATURE (why)".
+fn wrap_for(
+    mut q: QdiscSpec,
+    (key, verb): (&str, &str),
+    wanted: &[(&'static str, PortFeatures, &'static str)],
+    notes: &mut Vec<String>,
+) -> QdiscSpec {
+    for &(feature, what, kind) in PortFeatures::DESCRIPTIONS.iter().rev() {
+        let Some(&(name, _, why)) = wanted.iter().find(|(_, w, _)| w.contains(feature)) else {
+            continue;
+        };
+        if q.features().contains(feature) {
+            continue;
+        }
+        let mut inner = format!("\"{}\"", q.name());
+        // HULL's marks replace the switch's ECN threshold (its real queue only holds
+        // packets): an ECN queue keeps its buffer and loses its threshold.
+        if feature == PortFeatures::PHANTOM_MARKING
+            && let QdiscSpec::Ecn(c) = &q
+        {
+            inner = format!(
+                "\"droptail\" (the \"ecn\" queue's buffer, {}, without its threshold)",
+                c.buffer
+            );
+            q = QdiscSpec::DropTail(dcsim_net::qdisc::DropTailConfig { buffer: c.buffer });
+        }
+        if let Some(w) = QdiscSpec::providing(feature, q.clone()) {
+            notes.push(format!(
+                "{key}: \"{kind}\" around {inner}, because {name} {verb} {what} ({why})"
+            ));
+            q = w;
+        }
+    }
+    q
 }
 
 /// Checks what transport `t` needs of the network against the scenario's routing and
@@ -320,6 +421,7 @@ fn check_needs(t: &TransportSpec, spec: &ScenarioSpec) -> Result<(), String> {
         } else {
             &spec.nic
         };
+        let Some(q) = q else { continue };
         let missing = wanted.difference(q.features());
         if let Some((_, what, kind)) = PortFeatures::DESCRIPTIONS
             .iter()
@@ -603,47 +705,93 @@ fn example_label(g: &Graph) -> String {
 mod tests {
     use crate::scenario::tests::{BASE, build};
 
-    /// A transport's needs are checked against the scenario: RCP senders need RCP routers,
-    /// ExpressPass needs symmetric routes and credit shaping, HULL phantom queues; the
-    /// message names the key,
-    /// the protocol, what it needs and a discipline that provides it.
+    /// A transport brings the ports it needs: unnamed, the discipline that provides them
+    /// around the default buffer; named without them, that discipline around the named one;
+    /// named with them, as written. Routing it needs is still checked by key.
     #[test]
-    fn protocol_needs_are_checked_by_key() {
-        let rcp = BASE.replace(
-            "[[flows]]",
-            "[transport]\nkind = \"tcp\"\ncc = \"rcp\"\n[[flows]]",
-        );
-        let e = build(&rcp, &[]).unwrap_err();
-        assert!(
-            e.message.starts_with(
-                "queue.kind: rcp needs rate stamping on switch ports, such as \"rcp\""
-            ),
-            "{e}"
-        );
-        assert!(build(&rcp, &["queue={kind=\"rcp\"}"]).is_ok());
-        let xp = BASE.replace(
-            "[[flows]]",
-            "[transport]\nkind = \"expresspass\"\n[[flows]]",
-        );
-        let e = build(
+    fn transports_bring_the_ports_they_need() {
+        use dcsim_net::qdisc::{Amount, QdiscSpec};
+        let with = |transport: &str| BASE.replace("[[flows]]", &format!("{transport}\n[[flows]]"));
+        let drop_tail =
+            |b: Amount| QdiscSpec::DropTail(dcsim_net::qdisc::DropTailConfig { buffer: b });
+        let inner = |q: &QdiscSpec| -> (String, QdiscSpec) {
+            let text = toml::to_string(q).unwrap();
+            let inner = match q {
+                QdiscSpec::Credit(c) => *c.inner.clone(),
+                QdiscSpec::Rcp(c) => *c.inner.clone(),
+                QdiscSpec::Phantom(c) => *c.inner.clone(),
+                QdiscSpec::Ein(c) => *c.inner.clone(),
+                q => q.clone(),
+            };
+            (text, inner)
+        };
+        let ports = |text: &str, sets: &[&str]| {
+            let s = build(text, sets).unwrap();
+            let (q, n) = s.ports();
+            (q.clone(), n.clone(), s.port_notes.clone())
+        };
+        let buffer = Amount::Bytes(250 * 1538);
+        // DCTCP: the default ECN queue, nothing to say.
+        let (q, n, notes) = ports(&with("[transport]\nkind = \"tcp\"\ncc = \"dctcp\""), &[]);
+        assert_eq!((q, n), (crate::default_queue(), crate::default_nic()));
+        assert!(notes.is_empty(), "{notes:?}");
+        // ExpressPass: credit shaping on switch ports and NICs, around the same buffers.
+        let xp = with("[transport]\nkind = \"expresspass\"");
+        let (q, n, notes) = ports(&xp, &[]);
+        assert_eq!(q.name(), "credit-shaper");
+        assert_eq!(inner(&q).1, drop_tail(buffer));
+        assert_eq!(n.name(), "credit-shaper");
+        assert_eq!(inner(&n).1, crate::default_nic());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("queue: \"credit-shaper\" around \"droptail\", because expresspass needs credit shaping"), "{notes:?}");
+        // A named queue without credit shaping is wrapped, a named NIC kept as written (the
+        // authors' dumbbell shapes no NIC), a named credit shaper kept.
+        let ecn = "queue={kind=\"ecn\", buffer=\"100pkts\", mark_threshold=\"20pkts\"}";
+        let (q, n, _) = ports(&xp, &[ecn, "nic={kind=\"droptail\", buffer=\"100pkts\"}"]);
+        assert_eq!(q.name(), "credit-shaper");
+        assert_eq!(inner(&q).1.name(), "ecn");
+        assert_eq!(n.name(), "droptail");
+        let (q, _, _) = ports(
             &xp,
-            &["queue={kind=\"credit-shaper\"}", "routing.mode=ecmp"],
-        )
-        .unwrap_err();
+            &["queue={kind=\"credit-shaper\", credit_buffer=\"4pkts\"}"],
+        );
+        assert!(inner(&q).0.contains("4pkts"), "{q:?}");
+        let e = build(&xp, &["routing.mode=ecmp"]).unwrap_err();
         assert!(
             e.message
                 .starts_with("routing.mode: expresspass needs \"symmetric-ecmp\""),
             "{e}"
         );
-        let e = build(&xp, &[]).unwrap_err();
-        assert!(
-            e.message
-                .starts_with("queue.kind: expresspass needs credit shaping"),
-            "{e}"
+        // RCP's router and HULL's phantom queue around the plain buffer; on a named ECN
+        // queue HULL keeps its buffer without the threshold (the phantom's marks replace it).
+        let rcp = with("[transport]\nkind = \"tcp\"\ncc = \"rcp\"");
+        let (q, _, _) = ports(&rcp, &[]);
+        assert_eq!((q.name(), inner(&q).1), ("rcp", drop_tail(buffer)));
+        let hull = with("[transport]\nkind = \"tcp\"\ncc = \"hull\"");
+        let (q, _, _) = ports(&hull, &[]);
+        assert_eq!((q.name(), inner(&q).1), ("phantom", drop_tail(buffer)));
+        let (q, _, notes) = ports(&hull, &[ecn]);
+        assert_eq!(
+            (q.name(), inner(&q).1),
+            ("phantom", drop_tail(Amount::Packets(100)))
+        );
+        assert!(notes[0].contains("without its threshold"), "{notes:?}");
+        // Pulser's notification goes with DCTCP's marking.
+        let pulser = with("[transport]\nkind = \"tcp\"\ncc = \"pulser\"");
+        let (q, _, _) = ports(&pulser, &[]);
+        assert_eq!((q.name(), inner(&q).1), ("ein", crate::default_queue()));
+        // Two transports: DCTCP's queue, credit-shaped for the ExpressPass flows.
+        let mixed = with(
+            "[transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n[transports.xp]\nkind = \"expresspass\"",
+        );
+        let (q, _, _) = ports(&mixed, &[]);
+        assert_eq!(
+            (q.name(), inner(&q).1),
+            ("credit-shaper", crate::default_queue())
         );
         // The oracle paces each flow over its one route; sprayed packets have none (this
         // once panicked at the first flow's start, found by the structured fuzzer).
-        let ideal = BASE.replace("[[flows]]", "[transport]\nkind = \"ideal\"\n[[flows]]");
+        let ideal = with("[transport]\nkind = \"ideal\"");
         let e = build(&ideal, &["routing.mode=spray"]).unwrap_err();
         assert!(
             e.message
@@ -651,23 +799,11 @@ mod tests {
             "{e}"
         );
         assert!(build(&ideal, &["routing.mode=ecmp"]).is_ok());
-        // HULL's marks come from phantom queues; an ECN queue alone was accepted before.
-        let hull = BASE.replace(
-            "[[flows]]",
-            "[transport]\nkind = \"tcp\"\ncc = \"hull\"\n[[flows]]",
-        );
-        let e = build(
-            &hull,
-            &["queue={kind=\"ecn\", buffer=\"100pkts\", mark_threshold=\"20pkts\"}"],
-        )
-        .unwrap_err();
-        assert!(
-            e.message.starts_with(
-                "queue.kind: hull needs phantom-queue marking on switch ports, such as \"phantom\""
-            ),
-            "{e}"
-        );
-        assert!(build(&hull, &["queue={kind=\"phantom\"}"]).is_ok());
+        // What `dcsim show` prints names the ports, and runs the same.
+        let shown = build(&xp, &[]).unwrap().to_toml();
+        let again = build(&shown, &[]).unwrap();
+        assert_eq!(again.ports(), build(&xp, &[]).unwrap().ports());
+        assert!(again.port_notes.is_empty(), "{:?}", again.port_notes);
     }
 
     #[test]

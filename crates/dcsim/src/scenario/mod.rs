@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use dcsim_engine::{ByteSize, RngTree};
 use dcsim_net::Graph;
+use dcsim_net::qdisc::QdiscSpec;
 use dcsim_transport::{FlowSpec, TransportSpec};
 use dcsim_workload::{FlowSource, GeneratorSpec, SourceCx};
 
@@ -59,6 +60,9 @@ pub struct Scenario {
     pub generators: Vec<(GeneratorSpec, u32)>,
     /// Transports; flows refer to them by index.
     pub transports: Vec<TransportSpec>,
+    /// Each discipline the transports put around or in place of the scenario's queues,
+    /// one line each (`dcsim check` prints them).
+    pub port_notes: Vec<String>,
     /// What generators need to know about the network.
     pub source_params: SourceParams,
 }
@@ -81,6 +85,14 @@ pub struct SourceParams {
 }
 
 impl Scenario {
+    /// The disciplines of switch ports and host NICs that run (the build sets both).
+    pub fn ports(&self) -> (&QdiscSpec, &QdiscSpec) {
+        const SET: &str = "ScenarioSpec::build sets the queue and the NIC";
+        (
+            self.spec.queue.as_ref().expect(SET),
+            self.spec.nic.as_ref().expect(SET),
+        )
+    }
     /// The index of the named transport `name` (`[transports]`), if there is one: the
     /// default transport is 0, the named ones follow in name order.
     pub fn transport_index(&self, name: &str) -> Option<u32> {
@@ -196,7 +208,17 @@ impl ScenarioSpec {
             text.to_string()
         } else {
             let mut doc = doc.map_err(|e| err(e.to_string()))?;
-            for s in sets {
+            // A new `kind` starts its table afresh (the old kind's parameters mean nothing
+            // to the new one), so kinds go first and the table's other overrides stay.
+            let is_kind = |s: &&String| {
+                s.split_once('=')
+                    .is_some_and(|(p, _)| p.trim() == "kind" || p.trim().ends_with(".kind"))
+            };
+            for s in sets
+                .iter()
+                .filter(is_kind)
+                .chain(sets.iter().filter(|s| !is_kind(s)))
+            {
                 set::apply_set(&mut doc, s).map_err(|m| err(format!("--set {s}: {m}")))?;
             }
             doc.to_string()

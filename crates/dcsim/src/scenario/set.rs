@@ -56,6 +56,14 @@ fn set_path(
     let last = rest.is_empty();
     match idx {
         None if last => {
+            // A table given a different kind starts afresh: `--set transport.kind=
+            // expresspass` on a TCP transport drops `cc`, which ExpressPass does not know.
+            if *key == "kind"
+                && let Some(old) = table.get(key).and_then(Item::as_str)
+                && Some(old) != value.as_str()
+            {
+                table.clear();
+            }
             table.insert(key, Item::Value(value));
             Ok(())
         }
@@ -127,5 +135,27 @@ mod tests {
         assert_eq!(s.flows[0].size_bytes, Some(1_000_000));
         let e = build(BASE, &["flows[3].size=1MB"]).unwrap_err();
         assert!(e.message.contains("only 1 entries"), "{e}");
+    }
+
+    /// A new kind drops the old kind's parameters, whichever order the overrides come in,
+    /// and keeps those given for the new kind; the same kind keeps everything.
+    #[test]
+    fn a_new_kind_starts_its_table_afresh() {
+        let tcp = BASE.replace(
+            "[[flows]]",
+            "[transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n[[flows]]",
+        );
+        for sets in [
+            ["transport.kind=expresspass", "transport.alpha=0.25"],
+            ["transport.alpha=0.25", "transport.kind=expresspass"],
+        ] {
+            let s = build(&tcp, &sets).unwrap();
+            let dcsim_transport::TransportSpec::Expresspass(x) = &s.spec.transport else {
+                panic!("{sets:?}: {:?}", s.spec.transport);
+            };
+            assert_eq!(x.alpha, Some(0.25), "{sets:?}");
+        }
+        let s = build(&tcp, &["transport.kind=tcp"]).unwrap();
+        assert_eq!(s.spec.transport.label(), "dctcp");
     }
 }

@@ -36,12 +36,16 @@ pub struct ScenarioSpec {
     /// Equal-cost path selection.
     #[serde(default)]
     pub routing: RoutingSpec,
-    /// Queue discipline of every switch port.
-    #[serde(default = "default_queue")]
-    pub queue: QdiscSpec,
-    /// Queue discipline of every host NIC.
-    #[serde(default = "default_nic")]
-    pub nic: QdiscSpec,
+    /// Queue discipline of every switch port. Unnamed, the transports choose: the
+    /// [`default_queue`], or the discipline a transport needs (ExpressPass's credit shaper,
+    /// HULL's phantom queue, RCP's router, Pulser's EIN) around the same buffer. After
+    /// [`ScenarioSpec::build`] it is always set, to what runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QdiscSpec>,
+    /// Queue discipline of every host NIC. Unnamed: the [`default_nic`], with ExpressPass's
+    /// credit shaping around it when ExpressPass runs. Set after a build, as `queue` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<QdiscSpec>,
     /// The default transport of flows and generators.
     #[serde(default)]
     pub transport: TransportSpec,
@@ -101,6 +105,16 @@ pub fn default_queue() -> QdiscSpec {
     QdiscSpec::Ecn(EcnConfig {
         buffer: Amount::Bytes(250 * 1538),
         mark_threshold: Amount::Packets(65),
+    })
+}
+
+/// The data buffer of [`default_queue`] without its marking: what the discipline a
+/// transport needs wraps when the scenario names no queue, so that every scheme of a
+/// comparison gets the same buffer (as the ExpressPass authors' fat-tree script gives
+/// DCTCP, HULL, DX and ExpressPass alike).
+pub fn default_data_buffer() -> QdiscSpec {
+    QdiscSpec::DropTail(DropTailConfig {
+        buffer: Amount::Bytes(250 * 1538),
     })
 }
 
