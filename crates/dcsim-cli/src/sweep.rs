@@ -20,6 +20,11 @@ pub(crate) struct Args {
     /// are the cross product).
     #[arg(long, value_name = "PATH=V1,V2,...")]
     vary: Vec<String>,
+    /// A named set of overrides, one series of the sweep: --variant
+    /// xpass:transport.kind=expresspass (repeatable; the variants are one axis, crossed
+    /// with the --vary paths; the name labels folders, index rows and plots).
+    #[arg(long, value_name = "NAME:PATH=VALUE,...")]
+    variant: Vec<String>,
     /// Run every point with N seeds: sim.seed, sim.seed+1, ...
     #[arg(long, value_name = "N")]
     seeds: Option<u64>,
@@ -60,6 +65,7 @@ pub(crate) fn run(a: Args) -> ExitCode {
     let spec = SweepSpec {
         file: a.file,
         vary: a.vary,
+        variants: a.variant,
         seeds: a.seeds,
         sets: a.sets,
         out: a.out,

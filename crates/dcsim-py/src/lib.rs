@@ -269,6 +269,8 @@ struct SweepArgs {
     path: Option<String>,
     sets: Vec<String>,
     vary: Vec<String>,
+    #[serde(default)]
+    variants: Vec<String>,
     seeds: Option<u64>,
     out: Option<PathBuf>,
     columns: Vec<String>,
@@ -281,6 +283,7 @@ impl SweepArgs {
         Ok(dcsim_sweep::SweepSpec {
             file: a.path.map(PathBuf::from).unwrap_or_default(),
             vary: a.vary,
+            variants: a.variants,
             seeds: a.seeds,
             sets: a.sets,
             out: a.out,

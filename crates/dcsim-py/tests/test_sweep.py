@@ -126,6 +126,24 @@ def test_dcsim_sweep_resumes_a_python_sweep(cli, tmp_path):
     assert "skipped 2 runs already complete" in r.stderr
 
 
+def test_named_variants_and_a_complete_sweep_without_a_client(cli, tmp_path):
+    """Each scheme with its own ports, by name: the CLI's --variant and Python's variants=
+    plan the same runs, and a sweep with nothing left to run starts no cluster."""
+    out = tmp_path / "variants"
+    run_cli(cli, "sweep", FILE, "--variant", 'dctcp:transport.cc="dctcp"',
+            "--variant", "xpass:transport.kind=expresspass",
+            "--set", "generators[0].pattern.max_flows=200", "--out", str(out))
+    idx = pd.read_csv(out / "index.csv")
+    assert list(idx["variant"]) == ["dctcp", "xpass"]
+    assert (idx["status"] == "ok").all() and (idx["flows_completed"] == 200).all()
+    assert all(r.startswith(f"variant={v}_seed=") for r, v in zip(idx["run"], idx["variant"]))
+    assert json.loads((out / "index.json").read_text())["variants"]["xpass"] == ["transport.kind=expresspass"]
+    res = dcsim.sweep(scenario(200), variants={"dctcp": {"transport.cc": "dctcp"},
+                                               "xpass": {"transport.kind": "expresspass"}},
+                      out=out, progress=False)
+    assert res.ran == [] and not res.failed
+
+
 def test_python_m_dcsim_sweep_refuses_bad_arguments(tmp_path):
     r = subprocess.run([sys.executable, "-m", "dcsim", "sweep", FILE, "--vary", "sim.nope=1,2",
                         "--out", str(tmp_path / "x")], capture_output=True, text=True)

@@ -38,6 +38,11 @@ pub struct CompareOptions {
 /// One run as the comparison reads it.
 struct Run {
     label: String,
+    /// A sweep run's parameters without its seed (`dctcp` for a variant), which name it
+    /// and pool it with the other seeds of the same point.
+    point: Option<String>,
+    /// Runs pooled into this one (the seeds of a sweep point).
+    seeds: usize,
     dir: PathBuf,
     kernel: bool,
     summary: Value,
@@ -59,10 +64,17 @@ struct Run {
 /// A folder that holds no run, a file that cannot be read, names that do not match the
 /// runs, or an output folder that is itself a results folder.
 pub fn compare(opts: &CompareOptions) -> Result<String, String> {
-    let mut runs = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
     for d in &opts.dirs {
         for r in run_dirs(d)? {
-            runs.push(load(&r)?);
+            let r = load(&r)?;
+            match runs
+                .iter_mut()
+                .find(|p| p.point.is_some() && p.point == r.point)
+            {
+                Some(p) => p.pool(r),
+                None => runs.push(r),
+            }
         }
     }
     if runs.is_empty() {
@@ -229,8 +241,30 @@ fn load(dir: &Path) -> Result<Run, String> {
             }
         }
     }
+    // A sweep's run: named by its point, seeds pooled.
+    let point = std::fs::read(at("point.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|p| p.get("params").and_then(Value::as_object).cloned())
+        .map(|params| {
+            params
+                .iter()
+                .map(|(k, v)| {
+                    let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                    if k == "variant" {
+                        v
+                    } else {
+                        format!("{}={v}", k.rsplit('.').next().unwrap_or(k))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .filter(|p| !p.is_empty());
     Ok(Run {
         label: String::new(),
+        point,
+        seeds: 1,
         dir: dir.to_path_buf(),
         kernel,
         summary,
@@ -241,6 +275,27 @@ fn load(dir: &Path) -> Result<Run, String> {
         ports,
         queues,
     })
+}
+
+impl Run {
+    /// Pools `other`, another seed of the same point, into this run: flows, ports and
+    /// queue samples pooled, counts summed, goodput kept per seed.
+    fn pool(&mut self, other: Self) {
+        let add = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a + b);
+        self.seeds += other.seeds;
+        self.flows.extend(other.flows);
+        self.goodput_gbps.extend(other.goodput_gbps);
+        self.retransmits = add(self.retransmits, other.retransmits);
+        self.timeouts = add(self.timeouts, other.timeouts);
+        for key in ["data_drops", "packets_dropped", "flows_total"] {
+            let sum = add(self.summary[key].as_u64(), other.summary[key].as_u64());
+            self.summary[key] = sum.map_or(Value::Null, Value::from);
+        }
+        self.ports.extend(other.ports);
+        for (port, samples) in other.queues {
+            self.queues.entry(port).or_default().extend(samples);
+        }
+    }
 }
 
 /// (size in bytes, FCT in µs, slowdown) of one flow, `None` where not measured.
@@ -301,6 +356,14 @@ fn name_runs(runs: &mut [Run], names: &[String]) {
     for (i, r) in runs.iter_mut().enumerate() {
         r.label = match names.get(i) {
             Some(n) => n.clone(),
+            None if r.point.is_some() => {
+                let p = r.point.clone().unwrap_or_default();
+                if r.seeds > 1 {
+                    format!("{p} ({} seeds)", r.seeds)
+                } else {
+                    p
+                }
+            }
             None if defaults.iter().filter(|d| **d == defaults[i]).count() > 1 => {
                 r.dir.file_name().map_or_else(
                     || r.dir.display().to_string(),
@@ -471,10 +534,11 @@ fn headline_rows(runs: &[Run], port: Option<&str>) -> Rows {
                     format!("{:.1} / {:.1} / {:.1}", pick(0.01), pick(0.5), pick(0.99)),
                 )
             };
+            // Per seed: the long flows' total, averaged over the pooled seeds.
             let goodput = if r.goodput_gbps.is_empty() {
                 "–".to_string()
             } else {
-                format!("{:.4}", r.goodput_gbps.iter().sum::<f64>())
+                format!("{:.4}", r.goodput_gbps.iter().sum::<f64>() / r.seeds as f64)
             };
             vec![
                 r.label.clone(),
@@ -630,7 +694,13 @@ fn figures(runs: &[Run], port: Option<&str>) -> Vec<Plot> {
         let series = runs
             .iter()
             .map(|r| {
-                let pts = &r.queues[p];
+                // The first seed's samples: a pooled run's next seed starts again at 0.
+                let all = &r.queues[p];
+                let first = all
+                    .windows(2)
+                    .position(|w| w[1].0 < w[0].0)
+                    .map_or(all.len(), |i| i + 1);
+                let pts = &all[..first];
                 Series {
                     label: r.label.clone(),
                     x: pts.iter().map(|x| x.0).collect(),
@@ -746,6 +816,50 @@ mod tests {
             dir,
             "timeseries.csv",
             "time_ns,kind,id,value\n1000000,queue_bytes,sw->h0,1500\n2000000,queue_bytes,sw->h0,2500\n",
+        );
+    }
+
+    /// A sweep's seeds of one point are one run, named by the point (a variant by its
+    /// name): flows pooled, drops summed, goodput per seed, the queue plot the first seed's.
+    #[test]
+    fn a_sweeps_seeds_are_pooled_under_the_points_name() {
+        let t = tempfile::tempdir().unwrap();
+        let sweep = t.path().join("sweep");
+        for (variant, seed) in [("dctcp", 1), ("dctcp", 2), ("xpass", 1)] {
+            let d = sweep.join(format!("variant={variant}_seed={seed}"));
+            kernel_run(&d);
+            write(
+                &d,
+                "summary.json",
+                r#"{"scenario":"s","data_drops":3,"flows_total":2}"#,
+            );
+            write(
+                &d,
+                "point.json",
+                &format!(r#"{{"params":{{"variant":"{variant}"}},"seed":{seed}}}"#),
+            );
+        }
+        let out = t.path().join("cmp");
+        let table = compare(&CompareOptions {
+            dirs: vec![sweep],
+            out: out.clone(),
+            ..Default::default()
+        })
+        .unwrap();
+        let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+        let rows: Vec<&str> = runs.lines().collect();
+        assert_eq!(rows.len(), 3, "{runs}");
+        // Two seeds: 2 of 4 flows with an FCT, 6 drops, 3 + 3 retransmits, and the mean
+        // goodput of one seed's long flow.
+        assert!(rows[1].starts_with("dctcp (2 seeds),2/4,"), "{runs}");
+        assert!(rows[1].contains(",6,6,0,0.0500,"), "{runs}");
+        assert!(rows[2].starts_with("xpass,1/2,"), "{runs}");
+        assert!(table.contains("dctcp (2 seeds)"), "{table}");
+        let queue: Value =
+            serde_json::from_slice(&std::fs::read(out.join("plots/queue.json")).unwrap()).unwrap();
+        assert_eq!(
+            queue["panels"][0]["series"][0]["x"],
+            serde_json::json!([1.0, 2.0])
         );
     }
 

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 pub use index::{Column, HEADLINE, Index, cell};
 pub use plots::plot_against;
-pub use point::{Axis, SEED_PATH, cross, folder_name, labels, parse_axes, sanitize};
+pub use point::{Axis, SEED_PATH, VARIANT_PATH, cross, folder_name, labels, parse_axes, sanitize};
 
 /// The most runs one sweep plans (each holds its scenario until it has run).
 pub const MAX_RUNS: u64 = 1_000_000;
@@ -61,6 +61,8 @@ pub struct SweepSpec {
     pub file: PathBuf,
     /// `--vary PATH=V1,V2,...` arguments.
     pub vary: Vec<String>,
+    /// `--variant NAME:PATH=VALUE,...` arguments: named sets of overrides, one axis.
+    pub variants: Vec<String>,
     /// `--seeds N`: seeds `s..s+N` from each point's `sim.seed` (None: just `s`).
     pub seeds: Option<u64>,
     /// `--set PATH=VALUE` overrides applied to every run, before the varied values.
@@ -205,7 +207,7 @@ impl Plan {
     /// Parses the arguments, loads and builds every run, and reads each run's state on
     /// disk. Nothing is written. Errors name the bad argument or `--vary` value.
     pub fn new(spec: &SweepSpec) -> Result<Self, SweepError> {
-        let axes = parse_axes(&spec.vary)?;
+        let axes = parse_axes(&spec.variants, &spec.vary)?;
         let columns = index::columns(&spec.columns)?;
         let seed_axis = axes.iter().any(|a| a.path == SEED_PATH);
         match spec.seeds {
@@ -255,14 +257,19 @@ impl Plan {
             .clone()
             .unwrap_or_else(|| Path::new("results/sweep").join(&scenario));
 
-        // Each value on its own first, so an error names the --vary value that causes it.
+        // Each value on its own first, so an error names the --vary value or the variant
+        // that causes it.
         for a in &axes {
-            for v in &a.values {
-                let set = format!("{}={v}", a.path);
+            for (i, v) in a.values.iter().enumerate() {
                 let mut sets = spec.sets.clone();
-                sets.push(set.clone());
-                spec.build(&sets)
-                    .map_err(|e| SweepError::new(vary_error(&set, &e)))?;
+                sets.extend(a.sets(i));
+                spec.build(&sets).map_err(|e| {
+                    SweepError::new(if a.overrides.is_empty() {
+                        vary_error(&format!("{}={v}", a.path), &e)
+                    } else {
+                        format!("--variant {v}: {e}")
+                    })
+                })?;
             }
         }
 
@@ -275,7 +282,9 @@ impl Plan {
                 .map(|(a, &v)| (a.path.clone(), a.values[v].clone()))
                 .collect();
             let mut sets = spec.sets.clone();
-            sets.extend(params.iter().map(|(k, v)| format!("{k}={v}")));
+            for (a, &v) in axes.iter().zip(&p) {
+                sets.extend(a.sets(v));
+            }
             let what = |seed: Option<u64>, e: &ConfigError| {
                 let ps: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let seed = seed.map(|s| format!(" (seed {s})")).unwrap_or_default();
@@ -476,13 +485,22 @@ impl Plan {
         let vary: Map<String, Value> = self
             .axes
             .iter()
+            .filter(|a| a.overrides.is_empty())
             .map(|a| (a.path.clone(), json!(a.values)))
+            .collect();
+        let variants: Map<String, Value> = self
+            .axes
+            .iter()
+            .filter(|a| !a.overrides.is_empty())
+            .flat_map(|a| a.values.iter().zip(&a.overrides))
+            .map(|(name, sets)| (name.clone(), json!(sets)))
             .collect();
         let mut js = serde_json::to_vec_pretty(&json!({
             "schema_version": dcsim::metrics::OUTPUT_SCHEMA_VERSION,
             "scenario": self.scenario,
             "file": self.file.display().to_string(),
             "vary": vary,
+            "variants": variants,
             "seeds": self.seeds,
             "set": self.sets,
             "columns": index.header,

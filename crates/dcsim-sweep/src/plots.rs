@@ -106,7 +106,13 @@ pub fn plot_against(index: &Index, x: &str, out: &Path) -> Result<(Plot, bool), 
             let label: Vec<String> = params
                 .iter()
                 .filter(|p| *p != x)
-                .map(|p| format!("{}={}", p.rsplit('.').next().unwrap_or(p), text(r, p)))
+                .map(|p| {
+                    if p == crate::point::VARIANT_PATH {
+                        text(r, p)
+                    } else {
+                        format!("{}={}", p.rsplit('.').next().unwrap_or(p), text(r, p))
+                    }
+                })
                 .collect();
             let label = if label.is_empty() {
                 "all".to_string()

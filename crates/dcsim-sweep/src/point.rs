@@ -9,16 +9,74 @@ use crate::SweepError;
 /// The key path of the master seed; varying it replaces the `seed=` part of folder names.
 pub const SEED_PATH: &str = "sim.seed";
 
-/// One `--vary PATH=V1,V2,...`: a scenario key path and the values it takes, in order.
+/// The path of the axis of named variants (`--variant NAME:SET,...`).
+pub const VARIANT_PATH: &str = "variant";
+
+/// One `--vary PATH=V1,V2,...`: a scenario key path and the values it takes, in order; or
+/// the named variants, each a set of overrides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Axis {
-    /// The key path, as `--set` takes it (`transport.cc`, `generators[0].pattern.load`).
+    /// The key path, as `--set` takes it (`transport.cc`, `generators[0].pattern.load`), or
+    /// [`VARIANT_PATH`].
     pub path: String,
-    /// The values, as written (trimmed).
+    /// The values, as written (trimmed), or the variants' names.
     pub values: Vec<String>,
+    /// For the variants: each one's overrides, in `--set` form (empty for a `--vary`).
+    pub overrides: Vec<Vec<String>>,
 }
 
 impl Axis {
+    /// The overrides that give value `v` of this axis, in `--set` form.
+    pub fn sets(&self, v: usize) -> Vec<String> {
+        match self.overrides.get(v) {
+            Some(o) => o.clone(),
+            None => vec![format!("{}={}", self.path, self.values[v])],
+        }
+    }
+
+    /// Parses the `--variant NAME:PATH=VALUE,PATH=VALUE...` arguments into one axis (None
+    /// without any). Names are unique, and a name's overrides are split at commas outside
+    /// quotes, `{}` and `[]` as `--vary` values are.
+    pub fn variants(args: &[String]) -> Result<Option<Self>, SweepError> {
+        if args.is_empty() {
+            return Ok(None);
+        }
+        let mut axis = Self {
+            path: VARIANT_PATH.to_string(),
+            values: Vec::new(),
+            overrides: Vec::new(),
+        };
+        for arg in args {
+            let bad = |why: &str| SweepError::new(format!("--variant {arg}: {why}"));
+            let Some((name, list)) = arg.split_once(':') else {
+                return Err(bad("expected NAME:PATH=VALUE,... (no `:` found)"));
+            };
+            let name = name.trim();
+            if name.is_empty() || sanitize(name) != name {
+                return Err(bad(
+                    "the name must be non-empty letters, digits, `.`, `_`, `+` or `-` (it \
+                     names the runs' folders and the plots' series)",
+                ));
+            }
+            if axis.values.iter().any(|v| v == name) {
+                return Err(bad(&format!(
+                    "the name {name} is given twice; give all its overrides in one --variant"
+                )));
+            }
+            let sets: Vec<String> = split_top_level(list)
+                .into_iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            if let Some(s) = sets.iter().find(|s| !s.contains('=')) {
+                return Err(bad(&format!("{s:?} is not PATH=VALUE")));
+            }
+            axis.values.push(name.to_string());
+            axis.overrides.push(sets);
+        }
+        Ok(Some(axis))
+    }
+
     /// Parses one `--vary` argument. The list is split at commas outside quotes, `{}` and
     /// `[]`, so inline tables and arrays can be values.
     pub fn parse(arg: &str) -> Result<Self, SweepError> {
@@ -51,16 +109,18 @@ impl Axis {
         Ok(Self {
             path: path.to_string(),
             values,
+            overrides: Vec::new(),
         })
     }
 }
 
-/// Parses every `--vary` argument and rejects a path varied twice.
-pub fn parse_axes(args: &[String]) -> Result<Vec<Axis>, SweepError> {
-    let axes = args
-        .iter()
-        .map(|a| Axis::parse(a))
-        .collect::<Result<Vec<_>, _>>()?;
+/// Parses the `--variant` arguments (the outermost axis, if any) and every `--vary`
+/// argument, and rejects a path varied twice.
+pub fn parse_axes(variants: &[String], args: &[String]) -> Result<Vec<Axis>, SweepError> {
+    let mut axes: Vec<Axis> = Axis::variants(variants)?.into_iter().collect();
+    for a in args {
+        axes.push(Axis::parse(a)?);
+    }
     for (i, a) in axes.iter().enumerate() {
         if axes[..i].iter().any(|b| b.path == a.path) {
             return Err(SweepError::new(format!(
@@ -253,11 +313,52 @@ mod tests {
             let e = Axis::parse(arg).unwrap_err().to_string();
             assert!(e.contains(want) && e.contains(arg.trim()), "{arg}: {e}");
         }
-        let e = parse_axes(&["a.b=1".into(), "c=2".into(), "a.b=3".into()]).unwrap_err();
+        let e = parse_axes(&[], &["a.b=1".into(), "c=2".into(), "a.b=3".into()]).unwrap_err();
         assert!(
             e.to_string().contains("a.b: the path is varied twice"),
             "{e}"
         );
+    }
+
+    /// Named variants: one axis, outermost, each name giving its own overrides; the usual
+    /// mistakes named.
+    #[test]
+    fn variants_are_one_axis_of_named_overrides() {
+        let args = [
+            r#"dctcp:transport.cc="dctcp""#.to_string(),
+            r#"xpass: transport.kind=expresspass, queue={ kind = "credit-shaper", credit_buffer = "4pkts" }"#
+                .to_string(),
+        ];
+        let axes = parse_axes(&args, &["generators[0].pattern.load=0.3,0.5".into()]).unwrap();
+        assert_eq!(axes[0].path, VARIANT_PATH);
+        assert_eq!(axes[0].values, ["dctcp", "xpass"]);
+        assert_eq!(axes[0].sets(0), [r#"transport.cc="dctcp""#]);
+        assert_eq!(
+            axes[0].sets(1),
+            [
+                "transport.kind=expresspass",
+                r#"queue={ kind = "credit-shaper", credit_buffer = "4pkts" }"#
+            ]
+        );
+        assert_eq!(axes[1].sets(1), ["generators[0].pattern.load=0.5"]);
+        assert_eq!(
+            labels(&axes)[0],
+            ("variant".into(), vec!["dctcp".into(), "xpass".into()])
+        );
+        for (arg, want) in [
+            ("dctcp", "no `:`"),
+            (":transport.cc=dctcp", "the name must be"),
+            ("a b:transport.cc=dctcp", "the name must be"),
+            ("x:transport.cc", "is not PATH=VALUE"),
+        ] {
+            let e = Axis::variants(&[arg.to_string()]).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains(arg), "{arg}: {e}");
+        }
+        let twice = ["a:x=1".to_string(), "a:y=2".to_string()];
+        let e = Axis::variants(&twice).unwrap_err().to_string();
+        assert!(e.contains("the name a is given twice"), "{e}");
+        let e = parse_axes(&["a:x=1".into()], &["variant=1".into()]).unwrap_err();
+        assert!(e.to_string().contains("varied twice"), "{e}");
     }
 
     #[test]

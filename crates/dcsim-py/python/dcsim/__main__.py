@@ -14,7 +14,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sweep", help="run a sweep on Dask (a LocalCluster, or --scheduler)")
     s.add_argument("file", help="scenario file (TOML)")
-    s.add_argument("--vary", action="append", default=[], metavar="PATH=V1,V2,...", required=True)
+    s.add_argument("--vary", action="append", default=[], metavar="PATH=V1,V2,...")
+    s.add_argument("--variant", dest="variants", action="append", default=[], metavar="NAME:PATH=VALUE,...")
     s.add_argument("--seeds", type=int, help="seeds s..s+N-1 of each point")
     s.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=VALUE")
     s.add_argument("--out", help="output folder (default results/sweep/<name>); every worker must see it")
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             columns=a.columns,
             workers=a.workers,
             progress=not a.quiet,
+            variants=a.variants,
         )
     except ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -81,6 +81,19 @@ def _vary_args(vary: Mapping[str, Iterable[Any]] | Sequence[str]) -> list[str]:
     return [str(v) for v in vary]
 
 
+def _variant_args(variants: Mapping[str, Mapping[str, Any]] | Sequence[str]) -> list[str]:
+    """``{"name": {"path": value}}`` as ``--variant name:path=V,path=V`` arguments (values
+    as TOML); strings in ``--variant`` form pass as they are."""
+    if isinstance(variants, Mapping):
+        out = []
+        for name, sets in variants.items():
+            if not isinstance(sets, Mapping):
+                raise ValueError(f"variant {name!r}: expected a mapping of key paths to values")
+            out.append(f"{name}:" + ",".join(f"{k}={toml_literal(v)}" for k, v in sets.items()))
+        return out
+    return [str(v) for v in variants]
+
+
 def _run_one(args: str, sets: list[str], out: str, name: str, point: str) -> tuple[str, str]:
     """One Dask task: runs a run and commits its folder; returns (name, digest)."""
     a = json.loads(args)
@@ -89,19 +102,24 @@ def _run_one(args: str, sets: list[str], out: str, name: str, point: str) -> tup
 
 def sweep(
     scenario: Scenario | str | os.PathLike[str],
-    vary: Mapping[str, Iterable[Any]] | Sequence[str],
+    vary: Mapping[str, Iterable[Any]] | Sequence[str] = (),
     seeds: int | None = None,
     out: str | os.PathLike[str] | None = None,
     client: Client | str | None = None,
     columns: Sequence[str] = (),
     workers: int | None = None,
     progress: bool = True,
+    variants: Mapping[str, Mapping[str, Any]] | Sequence[str] = (),
 ) -> Sweep:
     """Runs ``scenario`` over the cross product of ``vary`` and ``seeds`` on Dask.
 
     ``vary`` maps key paths to values (``{"generators[0].pattern.load": [0.3, 0.5]}``) or
     is a list of ``--vary`` strings (``["generators[0].pattern.load=0.3,0.5"]``);
     ``seeds=N`` runs seeds s..s+N-1 of each point (s = the point's ``sim.seed``).
+    ``variants`` names sets of overrides, one axis crossed with ``vary`` whose names label
+    the folders, the index's ``variant`` column and the plots'
+    (``{"dctcp": {"transport.cc": "dctcp"}, "xpass": {"transport.kind": "expresspass"}}``,
+    or ``--variant`` strings).
     ``out`` defaults to ``results/sweep/<name>`` as for ``dcsim sweep``, and must be a path
     every worker sees. ``client`` is a ``distributed.Client`` or a scheduler address; with
     none, a LocalCluster with ``workers`` single-threaded worker processes (default: the
@@ -124,6 +142,7 @@ def sweep(
             "path": scenario.path,
             "sets": scenario.overrides,
             "vary": _vary_args(vary),
+            "variants": _variant_args(variants),
             "seeds": seeds,
             "out": None if out is None else os.fspath(out),
             "columns": list(columns),
@@ -165,7 +184,8 @@ def sweep(
             for r in todo
         ]
         names = {f.key: r["name"] for f, r in zip(futures, todo)}
-        for i, f in enumerate(as_completed(futures), 1):
+        # as_completed needs a client even for no futures: nothing to run, nothing to wait for.
+        for i, f in enumerate(as_completed(futures) if futures else [], 1):
             name = names[f.key]
             try:
                 f.result()
