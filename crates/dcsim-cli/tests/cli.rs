@@ -732,7 +732,8 @@ fn plot_and_report_cover_runs_sweeps_and_reproductions() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a run, sweep or reproduction folder"));
 
-    // `dcsim compare`: a run beside the sweep's two runs, named; one row per run.
+    // `dcsim compare`: a run beside the sweep's two runs, named (the sweep's by their
+    // points); one row per run.
     let cmp = d.join("cmp");
     let o = dcsim_without_matplotlib(&[
         "compare",
@@ -746,7 +747,7 @@ fn plot_and_report_cover_runs_sweeps_and_reproductions() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
-        text.contains("DCTCP, 200 flows") && text.contains("load=0.3_seed=1"),
+        text.contains("DCTCP, 200 flows") && text.contains("\nload=0.3 "),
         "{text}"
     );
     let runs = std::fs::read_to_string(cmp.join("runs.csv")).unwrap();
@@ -781,6 +782,21 @@ fn check_warns_about_legal_but_wrong_settings() {
             "scenarios/dctcp-dumbbell.toml",
             vec!["flows[1].start=\"10s\""],
             "flows[1] starts at or after the end of the run",
+        ),
+        // 4 racks of 8: 24 of 31 destinations leave the rack (77 %), so a ToR-uplink load
+        // of 0.6 puts 0.46 on them; 0.7 of the host links puts 1.08 on 2:1 uplinks.
+        (
+            "scenarios/websearch-leafspine.toml",
+            vec![
+                "generators[0].pattern.load_relative_to=\"tor-uplinks\"",
+                "generators[0].pattern.load=0.6",
+            ],
+            "generators[0]: load 0.6 of the ToR uplinks counts every flow, but only 77 % of flows leave their rack, so the uplinks carry about 0.46",
+        ),
+        (
+            "scenarios/websearch-leafspine.toml",
+            vec!["generators[0].pattern.load=0.7"],
+            "generators[0]: load 0.7 of the host links offers the ToR uplinks about 1.08 of their capacity",
         ),
     ] {
         let mut args = vec!["check", file];
