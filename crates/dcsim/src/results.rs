@@ -272,6 +272,7 @@ impl Results {
                 ecn_marks: s.ecn_marks,
             });
         }
+        let incast_notification = ein_summary(&world.net);
         let buckets = bucket_stats(&measured_flows);
         let tiers = tier_stats(&port_rows);
         let occupancy = queue_occupancy(world);
@@ -379,6 +380,9 @@ impl Results {
         let rest = json!({
             // Time-weighted queue-length percentiles per switch tier (output.queue_occupancy).
             "queue_occupancy": occupancy,
+            // Pulser's EIN ports: notifications and time in the incast state, per port that
+            // signalled (null without EIN ports).
+            "incast_notification": incast_notification,
             // Packet traces (output.trace): packets written, and left out at max_bytes.
             "packet_traces": packet_traces,
             // The per-flow event log (output.events): rows written, and left out at max_rows.
@@ -660,6 +664,34 @@ impl Results {
         let header = ["port", "util", "avg_q_B", "max_q_B", "drops", "ecn_marks"];
         dcsim_metrics::text_table(&header, &body, |i| i > 0)
     }
+}
+
+/// What the EIN ports did over the whole run (warm-up included): per port that entered
+/// the incast state, its notifications, episodes and time in the state; null without EIN
+/// ports.
+fn ein_summary(net: &dcsim_net::Network) -> Value {
+    let mut ports = Vec::new();
+    let (mut any, mut notified) = (false, 0u64);
+    for port in net.ports() {
+        let dcsim_net::qdisc::Qdisc::Ein(e) = port.qdisc() else {
+            continue;
+        };
+        any = true;
+        let s = e.stats();
+        notified += s.notified;
+        if s.episodes > 0 {
+            ports.push(json!({
+                "port": format!("{}->{}", net.node_name(port.node()), net.node_name(port.peer_node())),
+                "notified": s.notified,
+                "episodes": s.episodes,
+                "incast_ms": s.incast_time.as_secs_f64() * 1e3,
+            }));
+        }
+    }
+    if !any {
+        return Value::Null;
+    }
+    json!({ "notified": notified, "ports_signalling": ports.len(), "ports": ports })
 }
 
 /// The per-transport counter columns of `flows.csv`, as (transport kind, counter): the

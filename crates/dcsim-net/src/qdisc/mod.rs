@@ -38,7 +38,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub use credit::{CreditShaper, CreditShaperConfig};
 pub use droptail::{DropTail, DropTailConfig};
 pub use ecn::{EcnConfig, EcnThreshold};
-pub use ein::{EinConfig, EinPort};
+pub use ein::{EinConfig, EinPort, EinStats, Gradient, Hysteresis, QueueCount};
 pub use phantom::{PhantomConfig, PhantomQueue};
 pub use prio::{Prio, PrioConfig};
 pub use rcp::{RcpRouter, RcpRouterConfig};
