@@ -821,3 +821,63 @@ fn check_warns_about_legal_but_wrong_settings() {
         }
     }
 }
+
+/// What would not fit is refused before it is built, with exit code 2: an incast of 2^31
+/// senders (it aborted on a 103 GB allocation), 10^8 pairs between two hosts (4.7 GB were
+/// allocated before the refusal), and a fabric beyond the process's address-space limit
+/// (`ulimit -v` was ignored, and the run aborted on its first large allocation).
+#[test]
+fn what_would_not_fit_is_refused_before_it_is_built() {
+    let d = tmp("fit");
+    let file = |name: &str, body: &str| {
+        let p = d.path().join(name);
+        std::fs::write(
+            &p,
+            format!("schema_version = 1\n[sim]\nduration = \"1us\"\n{body}"),
+        )
+        .unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let star = "[topology]\nkind = \"star\"\nhosts = 16\n";
+    let incast = file(
+        "incast.toml",
+        &format!(
+            "{star}[[generators]]\npattern = {{ kind = \"incast\", receiver = 0, senders = 2147483648, size = \"1KB\" }}\n"
+        ),
+    );
+    let o = dcsim(&["check", &incast]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("generators: about 2.147e9 flows"), "{err}");
+    let pairs = file(
+        "pairs.toml",
+        &format!(
+            "{star}[[generators]]\npattern = {{ kind = \"pairs\", count = 100000000, src = 1, dst = 2, src_step = 0, dst_step = 0, size = \"1KB\" }}\n"
+        ),
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_dcsim"))
+        .args(["check", &pairs])
+        .env("DCSIM_MAX_MEMORY_MB", "1000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("generators: about 1.000e8 flows"), "{err}");
+    // k = 64: about 557 MB to build, more than 4/5 of a 600 MB address space.
+    let fabric = file(
+        "fabric.toml",
+        "[topology]\nkind = \"fat-tree\"\nk = 64\n[[flows]]\nsrc = 0\ndst = 1\nsize = \"1KB\"\n",
+    );
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 600000 && exec {} run {fabric} --out {}",
+            env!("CARGO_BIN_EXE_dcsim"),
+            d.path().join("out").display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("more than the 0.5 GB available"), "{err}");
+}

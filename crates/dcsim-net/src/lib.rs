@@ -36,7 +36,7 @@ pub use packet::{
     Class, Ecn, FlowId, IpBits, Packet, PacketExt, PacketId, PacketPool, RateStamp, bytes16,
 };
 pub use port::{Port, PortId, PortStats};
-pub use route::{RouteId, RoutingMode, RoutingSpec};
+pub use route::{FIB_SLOT_BYTES, RouteId, RoutingMode, RoutingSpec};
 pub use topo::{Graph, NodeKind, TopologySpec};
 
 bitflags::bitflags! {

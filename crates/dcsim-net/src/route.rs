@@ -214,12 +214,24 @@ impl RouteTable {
 }
 
 /// Next hops of every switch toward every edge switch.
+///
+/// A switch's next hops toward most edge switches are one of a few lists (a ToR's up-links
+/// toward every other rack, one down-link toward each of its pod's), so each distinct list
+/// of a switch is stored once and the `switches × edge switches` slots point into them: 8 B
+/// a slot, about 0.5 GB for a k = 100 fat-tree (whose lists, stored per slot, took about
+/// 10 GB).
 pub(crate) struct Fib {
     edges: usize,
-    /// `(start, len)` into `ports`, indexed by `node · edges + edge`.
+    /// Each node's row of `slots` (`u32::MAX` for a host).
+    row: Vec<u32>,
+    /// `(start, len)` into `ports`, indexed by `row · edges + edge`.
     slots: Vec<(u32, u32)>,
     ports: Vec<PortId>,
 }
+
+/// Bytes the table takes per (switch, edge switch) slot: what a topology's memory estimate
+/// counts (the shared lists are a few per switch).
+pub const FIB_SLOT_BYTES: u64 = 8;
 
 impl Fib {
     /// Builds the table. `adj[n]` lists `(port, peer node)` of node `n` toward switches
@@ -232,8 +244,18 @@ impl Fib {
     ) -> Result<Self, (usize, usize)> {
         let n = adj.len();
         let edges = edge_nodes.len();
-        let mut slots = vec![(0, 0); n * edges];
+        let mut row = vec![u32::MAX; n];
+        let mut switches = 0usize;
+        for (r, _) in row.iter_mut().zip(is_switch).filter(|(_, s)| **s) {
+            *r = u32::try_from(switches).expect("fewer than 2^32 switches");
+            switches += 1;
+        }
+        let mut slots = vec![(0, 0); switches * edges];
         let mut ports = Vec::new();
+        // Per switch, the lists it has stored (list -> start in `ports`).
+        let mut known: Vec<HashMap<Box<[PortId]>, u32>> = vec![HashMap::new(); switches];
+        let mut hops: Vec<PortId> = Vec::new();
+        let mut last = vec![(0u32, 0u32); switches];
         let mut dist = vec![u32::MAX; n];
         let mut queue = VecDeque::new();
         for (e, &target) in edge_nodes.iter().enumerate() {
@@ -258,17 +280,33 @@ impl Fib {
                     }
                     continue;
                 }
-                let start = ports.len() as u32;
-                for &(p, v) in &adj[s] {
-                    if dist[v] + 1 == dist[s] {
-                        ports.push(p);
-                    }
-                }
-                slots[s * edges + e] = (start, ports.len() as u32 - start);
+                hops.clear();
+                hops.extend(
+                    adj[s]
+                        .iter()
+                        .filter(|&&(_, v)| dist[v] + 1 == dist[s])
+                        .map(|&(p, _)| p),
+                );
+                let r = row[s] as usize;
+                // Most often the list of the previous edge switch again: no hashing then.
+                let (ls, ll) = last[r];
+                let start = if ports[ls as usize..(ls + ll) as usize] == hops[..] {
+                    ls
+                } else if let Some(&start) = known[r].get(hops.as_slice()) {
+                    start
+                } else {
+                    let start = u32::try_from(ports.len()).expect("fewer than 2^32 next hops");
+                    ports.extend_from_slice(&hops);
+                    known[r].insert(hops.as_slice().into(), start);
+                    start
+                };
+                last[r] = (start, hops.len() as u32);
+                slots[r * edges + e] = last[r];
             }
         }
         Ok(Self {
             edges,
+            row,
             slots,
             ports,
         })
@@ -277,7 +315,7 @@ impl Fib {
     /// Equal-cost next hops of switch `node` toward edge switch `edge`.
     #[inline]
     pub(crate) fn next_hops(&self, node: usize, edge: usize) -> &[PortId] {
-        let (s, l) = self.slots[node * self.edges + edge];
+        let (s, l) = self.slots[self.row[node] as usize * self.edges + edge];
         &self.ports[s as usize..(s + l) as usize]
     }
 }
@@ -293,6 +331,21 @@ mod tests {
     use crate::network::tests::net;
     use crate::topo::FatTreeSpec;
     use crate::{HostId, RoutingMode, TopologySpec};
+
+    /// A switch's next-hop lists are stored once however many edge switches share them: in
+    /// the ExpressPass fat-tree (56 switches, 32 of them edge switches) the 1,792 slots
+    /// name 4,096 next hops, which a list per slot stored one by one; shared, 256.
+    #[test]
+    fn next_hop_lists_are_stored_once_per_switch() {
+        let n = net(
+            TopologySpec::FatTree(FatTreeSpec::default()),
+            RoutingMode::Ecmp,
+        );
+        let slots = n.fib.slots.len();
+        let stored = n.fib.ports.len();
+        let per_slot: usize = n.fib.slots.iter().map(|&(_, l)| l as usize).sum();
+        assert_eq!((slots, per_slot, stored), (56 * 32, 4096, 256));
+    }
 
     #[test]
     fn symmetric_routes_reverse_the_forward_links_in_a_fat_tree() {

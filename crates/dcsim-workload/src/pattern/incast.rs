@@ -43,6 +43,16 @@ impl Pattern for IncastSpec {
         if n == 0 {
             return Err("senders: must be at least 1".into());
         }
+        // Hosts from first_sender on, the receiver apart: refused before any flow is built.
+        let first = u64::from(self.first_sender);
+        let eligible = u64::from(hosts).saturating_sub(first)
+            - u64::from(u64::from(receiver) >= first && receiver < hosts);
+        if u64::from(n) > eligible {
+            return Err(format!(
+                "senders: {n} senders from host {first} need {n} hosts besides the receiver; \
+                 the topology has {eligible} (of {hosts} hosts)"
+            ));
+        }
         let mut r = cx.stream("incast");
         let mut out = Vec::with_capacity(n as usize);
         let mut h = u64::from(self.first_sender);
@@ -67,6 +77,10 @@ impl Pattern for IncastSpec {
     /// The flows as a source sorted by start.
     fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         Ok(FlowSource::eager("incast", self.flows(cx)?))
+    }
+
+    fn planned_flows(&self, hosts: u32) -> Option<u64> {
+        Some(u64::from(self.senders.unwrap_or(hosts.saturating_sub(1))))
     }
 }
 

@@ -80,6 +80,13 @@ pub trait Pattern: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned
     fn endless(&self) -> bool {
         false
     }
+
+    /// The flows a pattern that builds them all at once will build, among `hosts` hosts,
+    /// known without building anything (None for a lazy pattern): so that a scenario can
+    /// be refused before a list of 10^8 flows is allocated.
+    fn planned_flows(&self, _hosts: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// The registry: one line per pattern, `Variant(path::Type)`. Generates [`GeneratorSpec`]
@@ -120,6 +127,11 @@ macro_rules! patterns {
 
             fn endless(&self) -> bool {
                 match self { $(Self::$V(p) => p.endless(),)+ }
+            }
+
+            /// See [`Pattern::planned_flows`].
+            pub fn planned_flows(&self, hosts: u32) -> Option<u64> {
+                match self { $(Self::$V(p) => p.planned_flows(hosts),)+ }
             }
         }
 

@@ -68,6 +68,20 @@ impl Pattern for PairsSpec {
     /// The flows, in pair order. Errors are `"field: message"`.
     fn flows(&self, cx: &SourceCx<'_>) -> Result<Vec<GenFlow>, String> {
         let hosts = cx.hosts;
+        // Both ends move linearly with i: the last pair is the farthest, so its hosts are
+        // checked before any flow is built.
+        if let Some(last) = u64::from(self.count).checked_sub(1) {
+            check_host(
+                u64::from(self.src) + last * u64::from(self.src_step),
+                hosts,
+                "src",
+            )?;
+            check_host(
+                u64::from(self.dst) + last * u64::from(self.dst_step),
+                hosts,
+                "dst",
+            )?;
+        }
         let mut out = Vec::with_capacity(self.count as usize);
         for i in 0..u64::from(self.count) {
             let s = check_host(
@@ -101,6 +115,10 @@ impl Pattern for PairsSpec {
     /// The flows as a source sorted by start.
     fn source(&self, cx: &SourceCx<'_>) -> Result<FlowSource, String> {
         Ok(FlowSource::eager("pairs", self.flows(cx)?))
+    }
+
+    fn planned_flows(&self, _hosts: u32) -> Option<u64> {
+        Some(u64::from(self.count))
     }
 }
 

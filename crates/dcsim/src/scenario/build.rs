@@ -60,6 +60,29 @@ impl ScenarioSpec {
             port_notes,
             source_params,
         };
+        // Every flow's record stays in memory until the results are written, and its row
+        // is built then: at most 700 B a flow (docs/reliability.md; validation/soak.py
+        // holds runs to it).
+        let fits = |flows: f64| match memory_limit() {
+            Some(limit) if flows * FLOW_BYTES > limit as f64 => Err(err(format!(
+                "generators: about {flows:.3e} flows, which need about {:.1} GB (700 B each by \
+                 the time the results are written), more than the {:.1} GB available; lower \
+                 the load or set max_flows / until",
+                flows * FLOW_BYTES / 1e9,
+                limit as f64 / 1e9
+            ))),
+            _ => Ok(()),
+        };
+        // Patterns that build their flows at once are counted before any is built.
+        let hosts = scenario.graph.hosts.len() as u32;
+        fits(
+            scenario
+                .generators
+                .iter()
+                .fold(scenario.flows.len() as f64, |n, (g, _)| {
+                    n + g.planned_flows(hosts).unwrap_or(0) as f64
+                }),
+        )?;
         // Build every source once: it checks the pattern against the network (hosts in
         // range, files readable, load definitions complete) before anything runs.
         let mut expected_flows = scenario.flows.len() as f64;
@@ -92,20 +115,7 @@ impl ScenarioSpec {
                 )));
             }
         }
-        // Every flow's record stays in memory until the results are written, and its row
-        // is built then: at most 700 B a flow (docs/reliability.md; validation/soak.py
-        // holds runs to it).
-        if let Some(limit) = memory_limit()
-            && expected_flows * FLOW_BYTES > limit as f64
-        {
-            return Err(err(format!(
-                "generators: about {expected_flows:.3e} flows, which need about {:.1} GB \
-                 (700 B each by the time the results are written), more than the {:.1} GB \
-                 available; lower the load or set max_flows / until",
-                expected_flows * FLOW_BYTES / 1e9,
-                limit as f64 / 1e9
-            )));
-        }
+        fits(expected_flows)?;
         Ok(scenario)
     }
 }
@@ -216,18 +226,21 @@ fn resolve_network(spec: &mut ScenarioSpec) -> Result<Graph, String> {
 }
 
 /// Refuses a topology whose network would not fit in memory, before building it. The
-/// estimate: about 1 KB per port (two per link: the port, its queue, its statistics), 64 B
-/// per host, and 128 B per (switch, edge switch) pair of the forwarding table (measured:
-/// k-ary fat-trees of k = 32, 48, 64 use 94, 453 and 1,547 MB against estimates of 134,
-/// 590 and 1,750). The limit is four fifths of the memory the machine has available
-/// (Linux), or `DCSIM_MAX_MEMORY_MB`.
+/// estimate: 16 MB for the process, 1,152 B per port (two per link: the port, its queue,
+/// its statistics), 64 B per host, and 8 B per (switch, edge switch) slot of the forwarding
+/// table, whose next-hop lists are shared (measured peaks of a run of k-ary fat-trees,
+/// k = 32, 48, 64 and 100: 67, 218, 527 and 2,166 MB against estimates of 78, 235, 557 and
+/// 2,260). The limit is [`memory_limit`].
 fn check_network_size(topo: &TopologySpec) -> Result<(), String> {
     let (hosts, switches, links, edges) = topo.size().map_err(|e| format!("topology.{e}"))?;
-    let fib = switches.saturating_mul(edges).saturating_mul(128);
-    let ports = links.saturating_mul(2).saturating_mul(1024);
+    let fib = switches
+        .saturating_mul(edges)
+        .saturating_mul(dcsim_net::FIB_SLOT_BYTES);
+    let ports = links.saturating_mul(2).saturating_mul(1152);
     let need = fib
         .saturating_add(ports)
-        .saturating_add(hosts.saturating_mul(64));
+        .saturating_add(hosts.saturating_mul(64))
+        .saturating_add(16 << 20);
     let Some(limit) = memory_limit() else {
         return Ok(());
     };
@@ -247,8 +260,10 @@ fn check_network_size(topo: &TopologySpec) -> Result<(), String> {
     Ok(())
 }
 
-/// Bytes a run may use: `DCSIM_MAX_MEMORY_MB`, else the memory available (Linux's
-/// MemAvailable), else unknown.
+/// Bytes a run may use: `DCSIM_MAX_MEMORY_MB`, else four fifths of the least of the
+/// memory available (Linux's MemAvailable), the process's address-space limit (`ulimit
+/// -v`) and its cgroup's memory limit (v2 `memory.max` less `memory.current`), else
+/// unknown.
 fn memory_limit() -> Option<u64> {
     if let Some(mb) = std::env::var("DCSIM_MAX_MEMORY_MB")
         .ok()
@@ -256,15 +271,39 @@ fn memory_limit() -> Option<u64> {
     {
         return Some(mb.saturating_mul(1_000_000));
     }
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = info
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb.saturating_mul(1024) / 5 * 4)
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let available = read("/proc/meminfo").and_then(|info| {
+        let kb: u64 = info
+            .lines()
+            .find(|l| l.starts_with("MemAvailable:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some(kb.saturating_mul(1024))
+    });
+    // "Max address space  <soft> <hard> bytes": the soft limit, unless "unlimited".
+    let address_space = read("/proc/self/limits").and_then(|l| {
+        l.lines()
+            .find(|l| l.starts_with("Max address space"))?
+            .split_whitespace()
+            .nth(3)?
+            .parse::<u64>()
+            .ok()
+    });
+    let cgroup = read("/sys/fs/cgroup/memory.max")
+        .and_then(|m| m.trim().parse::<u64>().ok())
+        .map(|max| {
+            let used = read("/sys/fs/cgroup/memory.current")
+                .and_then(|c| c.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+            max.saturating_sub(used)
+        });
+    [available, address_space, cgroup]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|b| b / 5 * 4)
 }
 
 /// The longest link delay a scenario may give (one second).
