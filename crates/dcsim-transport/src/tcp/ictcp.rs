@@ -43,6 +43,10 @@ pub struct IctcpConfig {
     pub fairness_threshold: f64,
     /// RTT estimate before the first sample (100 µs, as the reference code).
     pub init_rtt: Dur,
+    /// Fast start: until its first decrease a connection doubles its window at each
+    /// increase the interface's quota allows, instead of adding one segment (true; false
+    /// is the one-segment rule throughout).
+    pub fast_start: bool,
 }
 
 impl Default for IctcpConfig {
@@ -57,6 +61,7 @@ impl Default for IctcpConfig {
             max_rtt: Dur::from_ms(2),
             fairness_threshold: 0.2,
             init_rtt: Dur::from_us(100),
+            fast_start: true,
         }
     }
 }
@@ -178,6 +183,8 @@ pub struct IctcpConn {
     over_gamma2: u32,
     /// Whether this connection counts on its interface (RTT under `max_rtt`).
     controlled: bool,
+    /// In fast start (until the first decrease).
+    fast: bool,
     changes: (u64, u64),
 }
 
@@ -195,6 +202,7 @@ impl IctcpConn {
             last_change: Time::ZERO,
             over_gamma2: 0,
             controlled: false,
+            fast: cfg.fast_start,
             changes: (0, 0),
         }
     }
@@ -272,11 +280,14 @@ impl IctcpConn {
             return self.rwnd;
         }
         let floor = u64::from(self.cfg.min_rwnd_pkts) * self.mss;
-        let step = self.mss as f64 / rtt.as_secs_f64();
+        let secs = rtt.as_secs_f64();
+        // The quota pays for an increase at its rate over one RTT: whole segments.
+        let affordable = (host.quota * secs / self.mss as f64).floor() as u64 * self.mss;
+        let increase = if self.fast { self.rwnd } else { self.mss }.min(affordable);
         let mut new = self.rwnd;
-        if d <= self.cfg.gamma1 && host.in_second_subslot(now) && host.quota >= step {
-            host.quota -= step;
-            new += self.mss;
+        if d <= self.cfg.gamma1 && host.in_second_subslot(now) && increase >= self.mss {
+            host.quota -= increase as f64 / secs;
+            new += increase;
         } else if self.over_gamma2 >= self.cfg.decrease_rtts {
             new = new.saturating_sub(self.mss).max(floor);
             self.over_gamma2 = 0;
@@ -291,6 +302,7 @@ impl IctcpConn {
                 self.changes.0 += 1;
             } else {
                 self.changes.1 += 1;
+                self.fast = false;
             }
             host.rwnd_sum = host.rwnd_sum + new - self.rwnd;
             self.rwnd = new;
@@ -350,11 +362,32 @@ mod tests {
         now
     }
 
-    /// A connection that receives a full window every RTT (d = 0) on an idle interface
-    /// grows by one segment per two RTTs, from the 2-segment start.
+    /// In fast start a connection that receives a full window every RTT (d = 0) on an
+    /// idle interface doubles its window at each increase, until the quota stops it at
+    /// about α of the link (0.9 × 10 Gb/s × 100 µs: 77 segments): from 2 segments in six
+    /// increases, where one segment per increase would have taken 75.
+    #[test]
+    fn fast_start_doubles_the_window_up_to_the_quota() {
+        let cfg = IctcpConfig::default();
+        let mut host = IctcpHost::default();
+        let mut c = [IctcpConn::new(&cfg, MSS)];
+        feed(&mut host, &mut c, Time::ZERO, 40, |c| {
+            c.rwnd() as f64 / RTT.as_secs_f64()
+        });
+        let segments = c[0].rwnd() / MSS;
+        assert!((70..=78).contains(&segments), "{segments} segments");
+        assert!(c[0].changes().0 <= 7, "{:?}", c[0].changes());
+        assert_eq!(c[0].changes().1, 0);
+    }
+
+    /// Without fast start a connection that receives a full window every RTT (d = 0) on an
+    /// idle interface grows by one segment per two RTTs, from the 2-segment start.
     #[test]
     fn a_window_limited_connection_grows_a_segment_every_two_rtts() {
-        let cfg = IctcpConfig::default();
+        let cfg = IctcpConfig {
+            fast_start: false,
+            ..IctcpConfig::default()
+        };
         let mut host = IctcpHost::default();
         let mut c = [IctcpConn::new(&cfg, MSS)];
         assert_eq!(c[0].rwnd(), 2 * MSS);
@@ -372,7 +405,10 @@ mod tests {
     /// after three such RTTs in a row, at most one per two RTTs, down to 2 segments.
     #[test]
     fn an_idle_window_shrinks_to_the_floor_after_three_rtts_each() {
-        let cfg = IctcpConfig::default();
+        let cfg = IctcpConfig {
+            fast_start: false,
+            ..IctcpConfig::default()
+        };
         let mut host = IctcpHost::default();
         let mut c = [IctcpConn::new(&cfg, MSS)];
         let t = feed(&mut host, &mut c, Time::ZERO, 40, |c| {
