@@ -91,6 +91,7 @@ const PORTS: &[(&str, DataType, bool)] = &[
     ("port", UInt32, false),
     ("node", Utf8, false),
     ("peer", Utf8, false),
+    ("label", Utf8, false),
     ("tier", Utf8, false),
     ("peer_tier", Utf8, false),
     ("rate_gbps", Float64, false),

@@ -393,6 +393,7 @@ mod tests {
             port: 0,
             node: "n".into(),
             peer: "p".into(),
+            label: "n->p".into(),
             tier: tier.into(),
             peer_tier: peer.into(),
             rate_gbps: 10.0,

@@ -101,6 +101,8 @@ pub struct PortRow {
     pub node: String,
     /// Node at the far end of its link.
     pub peer: String,
+    /// `node->peer`: the port's name in traces, time series and `--port` arguments.
+    pub label: String,
     /// Tier of `node`.
     pub tier: String,
     /// Tier of `peer`.
@@ -172,4 +174,4 @@ pub struct EventRow {
 ///
 /// Version 2: statistics of nothing (an empty bucket, no completed flow) are empty cells
 /// and nulls instead of zeros; `schema_version` added to summary.json and index.json.
-pub const OUTPUT_SCHEMA_VERSION: u32 = 5;
+pub const OUTPUT_SCHEMA_VERSION: u32 = 6;

@@ -86,6 +86,7 @@ const PORT_HEADER: &[&str] = &[
     "port",
     "node",
     "peer",
+    "label",
     "tier",
     "peer_tier",
     "rate_gbps",
@@ -253,6 +254,11 @@ impl Results {
                 port: pid.0,
                 node: net.node_name(port.node()).to_string(),
                 peer: net.node_name(port.peer_node()).to_string(),
+                label: format!(
+                    "{}->{}",
+                    net.node_name(port.node()),
+                    net.node_name(port.peer_node())
+                ),
                 tier: net.node_tier(port.node()).to_string(),
                 peer_tier: net.node_tier(port.peer_node()).to_string(),
                 rate_gbps: rate.gbps_f64(),
