@@ -65,7 +65,7 @@ pub struct EinConfig {
     pub inner: Box<QdiscSpec>,
 }
 
-/// How an EIN port measures its queue's growth (see the [module docs](self)).
+/// How an EIN port ([`EinPort`]) measures its queue's growth.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Gradient {
