@@ -92,7 +92,10 @@ def long_run(dcsim, out, seconds):
     # quarter and three quarters of the wall time, flows are about proportional to time.
     q1 = [m for t, m, _ in samples if t <= wall * 0.25]
     q3 = [m for t, m, _ in samples if t <= wall * 0.75]
-    per_flow_run = ((max(q3) - max(q1)) * 1e6 / (n * 0.5)) if q1 and q3 else 0.0
+    if not q1 or len(q3) <= len(q1):
+        # Growth cannot be measured without samples in both quarters: a failure, not a pass.
+        sys.exit(f"soak: too few memory samples during the long run ({len(samples)} in {wall:.1f} s)")
+    per_flow_run = (max(q3) - max(q1)) * 1e6 / (n * 0.5)
     print(f"long run: {n} flows, {s['events']} events in {wall:.0f} s; timeseries.csv "
           f"{ts:.0f} MB on disk; peak memory {peak:.1f} MB (bound {bound:.1f} MB = "
           f"{BASE_MB:.0f} MB + {PER_FLOW_B:.0f} B x flows); during the run "
@@ -133,7 +136,7 @@ def many_runs(dcsim, out, seconds):
     print(f"many runs: {seeds} runs in one process in {wall:.0f} s; peak memory "
           f"{a:.1f} MB during runs 10-50 %, {b:.1f} MB during runs 50-100 % "
           f"(band {BAND:.0%}); {max(m for _, m, _ in samples):.1f} MB with the index")
-    return b <= a * (1 + BAND) + 1.0, {"runs": seeds, "wall_s": wall,
+    return b <= a * (1 + BAND), {"runs": seeds, "wall_s": wall,
                                        "peak_first_half_mb": a, "peak_second_half_mb": b}
 
 

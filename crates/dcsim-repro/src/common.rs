@@ -309,6 +309,18 @@ fn extra_flows_csv(flows: &[dcsim::transport::FlowSpec]) -> Option<String> {
     Some(s)
 }
 
+/// A count from a run's summary.json; an error naming the run if it is missing (a folder
+/// written by another version, or damaged), where reading it as 0 would pass a zero-loss
+/// claim on nothing.
+pub(crate) fn summary_count(r: &Results, key: &str) -> Result<u64, String> {
+    r.summary[key].as_u64().ok_or_else(|| {
+        format!(
+            "run {}: summary.json has no count {key:?}",
+            r.summary["scenario"].as_str().unwrap_or("?")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use dcsim::SimSpec;

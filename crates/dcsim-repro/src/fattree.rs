@@ -111,7 +111,7 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
         let (avg, max) = switch_queues_kb(r);
         put(&mut out, &["queue_kb", w, &gk, sk, "avg"], avg);
         put(&mut out, &["queue_kb", w, &gk, sk, "max"], max);
-        let drops = r.summary["data_drops"].as_u64().unwrap_or(0);
+        let drops = crate::common::summary_count(r, "data_drops")?;
         put(&mut out, &["drops", w, &gk, sk], drops);
         put(
             &mut out,

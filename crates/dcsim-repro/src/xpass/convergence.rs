@@ -111,7 +111,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             .or_default()
             .push(convergence_us(&g[0], &g[1], c.join_us, fair, smooth));
         single.entry(id).or_default().push(fair * 2.0);
-        let drops = data_drops(r);
+        let drops = data_drops(r)?;
         let d = out["data_drops"][c.key][k(c.gbps)].as_u64().unwrap_or(0);
         put(&mut out, &["data_drops", c.key, &k(c.gbps)], d + drops);
         if matches!(c.scheme, Scheme::Xpass(_)) {

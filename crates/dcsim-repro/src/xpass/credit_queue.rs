@@ -53,7 +53,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             put(&mut out, &["utilization", &k(c)], u);
         }
         put(&mut out, &["utilization_by_series", key, &k(c)], u);
-        xpass_drops += data_drops(r);
+        xpass_drops += data_drops(r)?;
         pts.entry(key).or_default().push((*c as f64, u));
     }
     ctx.plot(&Plot {

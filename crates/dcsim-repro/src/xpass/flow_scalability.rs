@@ -57,9 +57,9 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
         put(&mut out, &["utilization", key, &k(n)], util);
         put(&mut out, &["jain", key, &k(n)], mean(&jains));
         put(&mut out, &["max_queue_bytes", key, &k(n)], q);
-        put(&mut out, &["data_drops", key, &k(n)], data_drops(r));
+        put(&mut out, &["data_drops", key, &k(n)], data_drops(r)?);
         if matches!(s, Scheme::Xpass(_)) {
-            xpass_drops += data_drops(r);
+            xpass_drops += data_drops(r)?;
         }
         pts.entry((key, "util"))
             .or_default()

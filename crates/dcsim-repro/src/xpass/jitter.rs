@@ -52,7 +52,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             put(&mut out, &["jain", &k(j), &k(n)], mean(&js));
         }
         put(&mut out, &["jain_by_series", key, &k(j), &k(n)], mean(&js));
-        xpass_drops += data_drops(r);
+        xpass_drops += data_drops(r)?;
         pts.entry(format!("{key}, {n} flows"))
             .or_default()
             .push((*j, mean(&js)));

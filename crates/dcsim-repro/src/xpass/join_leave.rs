@@ -50,9 +50,9 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
                 &["max_credit_queue_bytes", key],
                 port(r, "right", "left").max_credit_queue_bytes,
             );
-            xpass_drops += data_drops(r);
+            xpass_drops += data_drops(r)?;
         }
-        put(&mut out, &["data_drops", key], data_drops(r));
+        put(&mut out, &["data_drops", key], data_drops(r)?);
         // Jain per step over the second half of each step (active flows only).
         let g = goodputs(r);
         let mut jains = Vec::new();

@@ -101,8 +101,10 @@ fn port<'a>(r: &'a Results, node: &str, peer: &str) -> &'a dcsim::metrics::PortR
         .expect("port exists in the topology")
 }
 
-fn data_drops(r: &Results) -> u64 {
-    r.summary["data_drops"].as_u64().unwrap_or(0)
+/// The data packets a run lost: an error, not zero, if its summary lacks the count (a
+/// zero-loss claim must not pass on a missing number).
+fn data_drops(r: &Results) -> Result<u64, String> {
+    crate::common::summary_count(r, "data_drops")
 }
 
 /// Per-flow goodput series (µs, Gb/s), flows in id order.

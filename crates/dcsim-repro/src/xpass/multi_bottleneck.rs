@@ -38,7 +38,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             .fold(f64::MAX, f64::min)
             / max_data;
         put(&mut out, &["min_link_utilization", law, &k(n)], min);
-        xpass_drops += data_drops(r);
+        xpass_drops += data_drops(r)?;
         pts.entry(law).or_default().push((*n as f64, min));
     }
     ctx.plot(&Plot {

@@ -45,7 +45,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
         let share = r.flows[0].window_goodput_gbps / full;
         put(&mut out, &["flow0_share", law, &k(n)], share);
         put(&mut out, &["maxmin_share", &k(n)], 1.0 / (*n as f64 + 1.0));
-        xpass_drops += data_drops(r);
+        xpass_drops += data_drops(r)?;
         pts.entry(law).or_default().push((*n as f64, share));
         if *law == "none" {
             pts.entry("max-min")

@@ -75,7 +75,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
         put(&mut out, &["fct_ms", key, "p99"], q(0.99));
         put(&mut out, &["fct_ms", key, "max"], q(1.0));
         put(&mut out, &["flows_completed", key], fct.len());
-        put(&mut out, &["data_drops", key], data_drops(r));
+        put(&mut out, &["data_drops", key], data_drops(r)?);
         // Where the data waited (finding 8): the host NICs (outbound) and the ToR's downlinks.
         for (tier, name) in [("host", "host_nics"), ("tor", "downlinks")] {
             let kb = r
@@ -89,7 +89,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
             put(&mut out, &["max_data_queue_kb", key, name], kb);
         }
         if scheme == Scheme::Xpass {
-            xpass_drops += data_drops(r);
+            xpass_drops += data_drops(r)?;
         }
         let n = fct.len() as f64;
         let step = (fct.len() / 500).max(1);
