@@ -727,6 +727,36 @@ fn plot_and_report_cover_runs_sweeps_and_reproductions() {
         sw.join("plots/sweep_load.json").exists(),
         "the sweep's figure against its load"
     );
+    // The sweep's points side by side, as `dcsim compare` draws them.
+    assert!(page.contains("Points side by side"), "{page}");
+    assert!(
+        sw.join("compare/buckets.csv").exists()
+            && sw.join("compare/plots/fct_buckets.json").exists()
+    );
+
+    // A reproduction's page has its claims and checks as tables, with their verdicts.
+    let rp = d.join("repro");
+    let o = dcsim(&[
+        "repro",
+        "xpass-credit-queue",
+        "--quick",
+        "--out",
+        rp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        dcsim_without_matplotlib(&["report", rp.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let page = std::fs::read_to_string(rp.join("report.html")).unwrap();
+    assert!(
+        page.contains("<h2>Claims</h2>")
+            && page.contains("<th>verdict</th>")
+            && page.contains("cannot decide")
+            && page.contains("<h2>Checks</h2>"),
+        "{page}"
+    );
 
     let o = dcsim_without_matplotlib(&["report", d.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

@@ -35,10 +35,13 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
             }
         }
     }
-    let mut f = tempfile::Builder::new()
-        .prefix(&format!("{prefix}{}.", std::process::id()))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let temp_prefix = format!("{prefix}{}.", std::process::id());
+    let mut b = tempfile::Builder::new();
+    b.prefix(&temp_prefix).suffix(".tmp");
+    // An ordinary file (0666 less the umask, as any program's), not a temporary file's 0600.
+    #[cfg(unix)]
+    b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut f = b.tempfile_in(dir)?;
     f.write_all(bytes)?;
     f.as_file().sync_all()?;
     f.persist(path).map_err(|e| e.error)?;
@@ -281,6 +284,21 @@ mod tests {
             .prefix(&format!("dcsim-commit-{name}-"))
             .tempdir()
             .unwrap()
+    }
+
+    /// A file written atomically is readable by others as any program's file is (0644
+    /// under the usual umask 022), not 0600 as a temporary file is created.
+    #[cfg(unix)]
+    #[test]
+    fn atomic_files_have_ordinary_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("mode");
+        let p = dir.path().join("report.html");
+        atomic_write(&p, b"x").unwrap();
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        // Whatever the umask, others may read unless it forbids it; never 0600 by itself.
+        assert_ne!(mode, 0o600, "{mode:o}");
+        assert_eq!(mode & 0o600, 0o600, "{mode:o}");
     }
 
     /// A commit replaces the folder whole (an old file not in the new set is gone), lists

@@ -75,10 +75,15 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
                 .filter_map(|c| c.as_str().map(str::to_string))
                 .collect();
             let vary = ix["vary"].as_object().cloned().unwrap_or_default();
+            // The parameter columns: those before `seed` (named variants, then the paths).
+            let params = header
+                .iter()
+                .position(|c| c == "seed")
+                .unwrap_or(vary.len());
             let has_png = has_pngs(&dir.join("plots"));
             if !has_png && let Some(first) = first_numeric(&ix, &vary) {
                 let index = dcsim_sweep::Index {
-                    params: vary.len(),
+                    params,
                     rows: ix["runs"]
                         .as_array()
                         .into_iter()
@@ -122,8 +127,48 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
                     .join("; "),
                 esc(&ix["seeds"].to_string()),
             );
+            if let Some(v) = ix["variants"].as_object().filter(|v| !v.is_empty()) {
+                let _ = write!(p, "<p>Variants:</p><ul>");
+                for (name, sets) in v {
+                    let sets: Vec<&str> = sets
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    let _ = write!(
+                        p,
+                        "<li><b>{}</b>: <code>{}</code></li>",
+                        esc(name),
+                        esc(&sets.join(", "))
+                    );
+                }
+                p += "</ul>";
+            }
             body += &section("Sweep", &p);
             body += &figures(&dir.join("plots"), &[]);
+            // The runs side by side, seeds of a point pooled (what `dcsim compare DIR` does).
+            let cmp = dir.join("compare");
+            match crate::compare::compare(&crate::compare::CompareOptions {
+                dirs: vec![dir.to_path_buf()],
+                out: cmp.clone(),
+                ..Default::default()
+            }) {
+                Ok(table) => {
+                    let table = table
+                        .rsplit_once("\nwrote ")
+                        .map_or(table.as_str(), |t| t.0);
+                    body += &section(
+                        "Points side by side (dcsim compare; seeds pooled)",
+                        &pre(table),
+                    );
+                    body += &figures(
+                        &cmp.join("plots"),
+                        &["slowdown_buckets", "fct_buckets", "fct_cdf", "tiers"],
+                    );
+                }
+                Err(e) => notes.push(format!("no comparison of the points: {e}")),
+            }
             body += &csv_table(
                 dir,
                 "index.csv",
@@ -143,14 +188,13 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
             if !has_pngs(&plots) && plots.is_dir() && !dcsim::metrics::plot::render(&plots)? {
                 notes.push(NO_MATPLOTLIB.to_string());
             }
-            if let Some(c) = r.get("checks") {
-                body += &section("Checks", &pre(&pretty(c)));
-            }
+            body += &verdict_tables(&r);
             body += &figures(&plots, &[]);
             let mut shown = r.clone();
             if let Some(m) = shown.as_object_mut() {
                 m.remove("parameters");
                 m.remove("checks");
+                m.remove("claims");
             }
             body += &section("Results (result.json)", &pre(&pretty(&shown)));
             let mut csvs: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -172,6 +216,66 @@ pub fn report(dir: &Path) -> Result<PathBuf, String> {
         }
     }
     write_page(dir, &title, &notes, &body)
+}
+
+/// result.json's claims (the paper's statement, the metric, measured value, bound and
+/// verdict) and checks as two tables.
+fn verdict_tables(r: &Value) -> String {
+    let cell = |v: &Value| match v {
+        Value::String(s) => esc(s),
+        Value::Number(n) => esc(&short_number(&n.to_string())),
+        Value::Bool(b) => (if *b { "ok" } else { "FAILED" }).to_string(),
+        Value::Null => "(missing)".to_string(),
+        v => esc(&v.to_string()),
+    };
+    let table = |rows: &[Value], cols: &[(&str, &str)]| {
+        let mut t = String::from("<table><tr>");
+        for (_, title) in cols {
+            let _ = write!(t, "<th>{}</th>", esc(title));
+        }
+        t += "</tr>";
+        for row in rows {
+            t += "<tr>";
+            for (key, _) in cols {
+                let _ = write!(t, "<td>{}</td>", cell(&row[*key]));
+            }
+            t += "</tr>";
+        }
+        t + "</table>"
+    };
+    let mut out = String::new();
+    if let Some(claims) = r["claims"].as_array().filter(|c| !c.is_empty()) {
+        out += &section(
+            "Claims",
+            &table(
+                claims,
+                &[
+                    ("id", "claim"),
+                    ("metric", "metric"),
+                    ("measured", "measured"),
+                    ("bound", "bound"),
+                    ("verdict", "verdict"),
+                    ("paper", "the paper says"),
+                ],
+            ),
+        );
+    }
+    if let Some(checks) = r["checks"].as_array().filter(|c| !c.is_empty()) {
+        out += &section(
+            "Checks",
+            &table(
+                checks,
+                &[
+                    ("id", "check"),
+                    ("what", "what"),
+                    ("measured", "measured"),
+                    ("bound", "bound"),
+                    ("passed", "result"),
+                ],
+            ),
+        );
+    }
+    out
 }
 
 /// Writes `dir/report.html` with the given title, notes and body.
@@ -280,7 +384,7 @@ const NO_MATPLOTLIB: &str = "Figures were not drawn: matplotlib was not found. I
 /// title), so a headless browser can check the page.
 const SCRIPT: &str = "window.addEventListener('load',function(){var i=Array.prototype.slice.call(document.images);var ok=i.filter(function(x){return x.complete&&x.naturalWidth>0;}).length;document.body.setAttribute('data-figures',ok+'/'+i.length);document.title+=' ['+ok+'/'+i.length+' figures]';});";
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}pre{background:#f8f8f8;padding:.8em;overflow:auto;font-size:.8em;max-height:30em}img{max-width:100%;display:block;margin:1em 0}.note{background:#fff4d6;padding:.5em}.where{color:#777;font-size:.85em}";
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:.85em;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #ddd;padding:.2em .5em;text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}pre{background:#f8f8f8;padding:.8em;overflow:auto;font-size:.8em;max-height:30em}img{max-width:100%;display:block;margin:1em 0}.note{background:#fff4d6;padding:.5em}.where{color:#777;font-size:.85em}";
 
 fn section(title: &str, html: &str) -> String {
     format!("<h2>{}</h2>\n{html}\n", esc(title))
