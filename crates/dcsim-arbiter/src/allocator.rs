@@ -48,7 +48,8 @@ impl Fairness {
 pub struct AllocatorConfig {
     /// Number of nodes (hosts), numbered `0..nodes`. At most [`MAX_NODES`].
     pub nodes: u32,
-    /// Timeslots per batch: 64, 128, 256 or 512 (one to eight bitmap words). Default 64.
+    /// Timeslots per batch: 8, 16 or 32 (part of a bitmap word; the thesis's allocator
+    /// works on 8 at a time), 64, 128, 256 or 512 (one to eight words). Default 64.
     pub batch_slots: u32,
     /// Unit links per node (a 40 Gbps host on a 10 Gbps fabric has 4). Empty: one each.
     pub links: Vec<u16>,
@@ -93,7 +94,7 @@ impl AllocatorConfig {
             });
         }
         let words = match self.batch_slots {
-            64 => 1,
+            8 | 16 | 32 | 64 => 1,
             128 => 2,
             256 => 4,
             512 => 8,
@@ -142,7 +143,7 @@ pub enum ConfigError {
         max: u32,
     },
     /// Unsupported batch length.
-    #[error("batch_slots = {0}: must be 64, 128, 256 or 512")]
+    #[error("batch_slots = {0}: must be 8, 16, 32, 64, 128, 256 or 512")]
     BatchSlots(u32),
     /// `links` has the wrong length.
     #[error("links has {got} entries for {nodes} nodes")]
@@ -267,11 +268,16 @@ impl Allocator {
     pub fn new(config: &AllocatorConfig) -> Result<Self, ConfigError> {
         let words = config.validate()?;
         let n = config.nodes;
+        let bitmaps = || {
+            let mut b = SlotBitmaps::new(0, n, words, config.caps(0, n));
+            b.limit_slots(config.batch_slots);
+            b
+        };
         Ok(Self {
             config: config.clone(),
             backlog: Backlog::new(0, n, 0, n, config.isa()),
-            tx: SlotBitmaps::new(0, n, words, config.caps(0, n)),
-            rx: SlotBitmaps::new(0, n, words, config.caps(0, n)),
+            tx: bitmaps(),
+            rx: bitmaps(),
             next_batch: 0,
             out: BatchAllocation {
                 batch_slots: config.batch_slots,
@@ -397,11 +403,10 @@ mod tests {
         let mut c = AllocatorConfig::new(1);
         assert!(matches!(Allocator::new(&c), Err(ConfigError::Nodes { .. })));
         c.nodes = 8;
-        c.batch_slots = 100;
-        assert!(matches!(
-            Allocator::new(&c),
-            Err(ConfigError::BatchSlots(100))
-        ));
+        for bad in [100, 4, 48] {
+            c.batch_slots = bad;
+            assert!(matches!(Allocator::new(&c), Err(ConfigError::BatchSlots(b)) if b == bad));
+        }
         c.batch_slots = 128;
         c.links = vec![1; 7];
         assert!(matches!(
@@ -434,6 +439,44 @@ mod tests {
         let slots: Vec<u64> = b.iter().map(|x| x.slot.0).collect();
         assert_eq!(slots, (0..100).collect::<Vec<_>>());
         assert_eq!(a.next_slot(), Timeslot(128));
+    }
+
+    /// A batch shorter than a word (the thesis's 8 slots) grants within its own slots only:
+    /// 20 slots of demand take batches of 8, 8 and 4, numbered as 8-slot batches; two
+    /// senders to one receiver share each batch, with two links each 8-slot batch gives 16.
+    #[test]
+    fn sub_word_batches_grant_within_their_slots() {
+        for slots in [8u32, 16, 32] {
+            let mut c = AllocatorConfig::new(3);
+            c.batch_slots = slots;
+            let mut a = Allocator::new(&c).unwrap();
+            a.submit(demand(0, 1, 20)).unwrap();
+            let mut got = Vec::new();
+            while a.outstanding_slots() > 0 {
+                let b = a.allocate_batch();
+                assert!(b.iter().all(|g| g.slot.0 >= b.first_slot().0
+                    && g.slot.0 < b.first_slot().0 + u64::from(slots)));
+                got.push(b.allocated_slots());
+            }
+            let want: Vec<u64> = match slots {
+                8 => vec![8, 8, 4],
+                16 => vec![16, 4],
+                _ => vec![20],
+            };
+            assert_eq!(got, want, "{slots}-slot batches");
+            assert_eq!(
+                a.next_slot(),
+                Timeslot(u64::from(slots) * want.len() as u64)
+            );
+        }
+        let mut c = AllocatorConfig::new(3);
+        c.batch_slots = 8;
+        c.links = vec![1, 1, 2];
+        let mut a = Allocator::new(&c).unwrap();
+        a.submit(demand(0, 2, 64)).unwrap();
+        a.submit(demand(1, 2, 64)).unwrap();
+        assert_eq!(a.allocate_batch().allocated_slots(), 16);
+        assert_eq!(a.outstanding_slots(), 112);
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub struct SlotBitmaps {
     nodes: u32,
     /// 64-slot words per batch.
     words: usize,
+    /// A word with every slot of the batch free: all ones, or the low 8, 16 or 32 bits of a
+    /// batch shorter than a word (the slots above it never exist).
+    full: u64,
     /// All level bitmaps, `words` u64 per level.
     levels: Vec<u64>,
     /// First level of each local node (in units of `words`); empty when every node has one link.
@@ -53,10 +56,19 @@ impl SlotBitmaps {
             lo,
             nodes,
             words,
+            full: !0,
             levels: vec![!0; total_levels * words],
             base,
             cap,
         }
+    }
+
+    /// Limits a one-word batch to its first `slots` slots (8, 16 or 32; 64 or more leaves
+    /// it whole) and marks every slot free.
+    pub fn limit_slots(&mut self, slots: u32) {
+        debug_assert!(self.words == 1 || slots >= 64);
+        self.full = if slots >= 64 { !0 } else { (1u64 << slots) - 1 };
+        self.reset();
     }
 
     /// Re-initialises for nodes `lo..lo + nodes` (same rules as [`new`](Self::new)), reusing
@@ -66,11 +78,12 @@ impl SlotBitmaps {
             self.reset();
             return;
         }
-        let words = self.words;
+        let (words, full) = (self.words, self.full);
         let mut levels = std::mem::take(&mut self.levels);
         *self = Self::new(lo, nodes, words, caps);
+        self.full = full;
         levels.clear();
-        levels.resize(self.levels.len(), !0);
+        levels.resize(self.levels.len(), full);
         self.levels = levels;
     }
 
@@ -88,7 +101,7 @@ impl SlotBitmaps {
 
     /// Marks every slot of every node free (start of a new batch).
     pub fn reset(&mut self) {
-        self.levels.fill(!0);
+        self.levels.fill(self.full);
     }
 
     /// Local index of global node `node`.

@@ -306,7 +306,7 @@ fn bad_input_gets_one_clear_message_and_exit_code_2() {
         ),
         (
             "[topology]\nkind = \"leaf-spine\"\nleaves = 2\nhosts_per_leaf = 2\nspines = 2\n[transport]\nkind = \"fastpass\"\nbatch_slots = 100\n",
-            "batch_slots: 100 is not 64, 128, 256 or 512",
+            "batch_slots: 100 is not 8, 16, 32, 64, 128, 256 or 512",
         ),
         (
             "[topology]\nkind = \"star\"\n[queue]\nkind = \"droptail\"\nbuffer = \"1000B\"\n",

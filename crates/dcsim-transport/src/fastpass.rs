@@ -29,8 +29,9 @@ pub struct FastpassConfig {
     /// only control packets.
     #[serde(default)]
     pub arbiter: Option<u32>,
-    /// Timeslots the arbiter allocates at once (64, 128, 256 or 512; default 64, as the
-    /// arbiter library and the Fastpass paper's allocator).
+    /// Timeslots the arbiter allocates at once (8, 16, 32, 64, 128, 256 or 512; default 64,
+    /// as the arbiter library and the Fastpass paper's allocator; the thesis's allocator
+    /// works on 8 at a time).
     #[serde(default = "default_batch_slots")]
     pub batch_slots: u32,
     /// How long before a batch's first slot the arbiter allocates it and sends its grants
@@ -104,9 +105,9 @@ impl Transport for Fastpass {
     type Host = ();
 
     fn validate(cfg: &FastpassConfig) -> Result<(), String> {
-        if ![64, 128, 256, 512].contains(&cfg.batch_slots) {
+        if ![8, 16, 32, 64, 128, 256, 512].contains(&cfg.batch_slots) {
             return Err(format!(
-                "batch_slots: {} is not 64, 128, 256 or 512",
+                "batch_slots: {} is not 8, 16, 32, 64, 128, 256 or 512",
                 cfg.batch_slots
             ));
         }
