@@ -66,15 +66,34 @@ struct Run {
 pub fn compare(opts: &CompareOptions) -> Result<String, String> {
     let mut runs: Vec<Run> = Vec::new();
     for d in &opts.dirs {
+        // Seeds of a point are pooled within one folder of runs, never across two.
+        let first = runs.len();
         for r in run_dirs(d)? {
             let r = load(&r)?;
-            match runs
+            match runs[first..]
                 .iter_mut()
                 .find(|p| p.point.is_some() && p.point == r.point)
             {
                 Some(p) => p.pool(r),
                 None => runs.push(r),
             }
+        }
+    }
+    // The same point in two folders (two sweeps of the same variants): named with their
+    // folder too.
+    let twice: Vec<bool> = runs
+        .iter()
+        .map(|r| r.point.is_some() && runs.iter().filter(|o| o.point == r.point).count() > 1)
+        .collect();
+    for (r, twice) in runs.iter_mut().zip(twice) {
+        if twice {
+            let parent = r
+                .dir
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            r.point = r.point.take().map(|p| format!("{parent}: {p}"));
         }
     }
     if runs.is_empty() {
@@ -860,6 +879,32 @@ mod tests {
         assert_eq!(
             queue["panels"][0]["series"][0]["x"],
             serde_json::json!([1.0, 2.0])
+        );
+        // Two sweeps of the same variants: pooled per sweep, named with the sweep's folder.
+        let other = t.path().join("other");
+        for seed in [1, 2] {
+            let d = other.join(format!("variant=dctcp_seed={seed}"));
+            kernel_run(&d);
+            write(
+                &d,
+                "summary.json",
+                r#"{"scenario":"s","data_drops":1,"flows_total":2}"#,
+            );
+            write(
+                &d,
+                "point.json",
+                r#"{"params":{"variant":"dctcp"},"seed":1}"#,
+            );
+        }
+        let table = compare(&CompareOptions {
+            dirs: vec![t.path().join("sweep"), other],
+            out: t.path().join("cmp2"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(
+            table.contains("sweep: dctcp (2 seeds)") && table.contains("other: dctcp (2 seeds)"),
+            "{table}"
         );
     }
 
