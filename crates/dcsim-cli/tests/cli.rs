@@ -854,8 +854,9 @@ fn check_warns_about_legal_but_wrong_settings() {
 
 /// What would not fit is refused before it is built, with exit code 2: an incast of 2^31
 /// senders (it aborted on a 103 GB allocation), 10^8 pairs between two hosts (4.7 GB were
-/// allocated before the refusal), and a fabric beyond the process's address-space limit
-/// (`ulimit -v` was ignored, and the run aborted on its first large allocation).
+/// allocated before the refusal), a time series of every generator flow every 100 ns, and
+/// a fabric beyond the process's address-space limit (`ulimit -v` was ignored, and the run
+/// aborted on its first large allocation).
 #[test]
 fn what_would_not_fit_is_refused_before_it_is_built() {
     let d = tmp("fit");
@@ -893,6 +894,22 @@ fn what_would_not_fit_is_refused_before_it_is_built() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("generators: about 1.000e8 flows"), "{err}");
+    // Every flow sampled every 100 ns for a second: the generator's 3,000 flows count (about
+    // half the run each), 1.5e10 samples; they counted as none.
+    let o = dcsim(&[
+        "check",
+        "scenarios/websearch-star.toml",
+        "--set",
+        "sim.duration=1s",
+        "--set",
+        r#"output.timeseries={every="100ns", flows="all"}"#,
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("output.timeseries: about 1.500e10 samples"),
+        "{err}"
+    );
     // k = 64: about 557 MB to build, more than 4/5 of a 600 MB address space.
     let fabric = file(
         "fabric.toml",

@@ -116,6 +116,13 @@ impl ScenarioSpec {
             }
         }
         fits(expected_flows)?;
+        let explicit = scenario.flows.len() as f64;
+        check_sample_rows(
+            &scenario.spec,
+            &scenario.graph,
+            explicit + (expected_flows - explicit) / 2.0,
+        )
+        .map_err(err)?;
         Ok(scenario)
     }
 }
@@ -521,6 +528,41 @@ fn explicit_flows(
     Ok(flows)
 }
 
+/// Samples go to disk as they are taken: refuses a series no disk is meant to hold. With
+/// `flows = "all"` every flow is sampled from its creation to the end of the run, so a
+/// flow that a generator makes part-way counts for the part of the run after it (half, on
+/// average over flows arriving at a steady rate); `flows` is the explicit flows plus half
+/// the generators' expected flows.
+fn check_sample_rows(spec: &ScenarioSpec, graph: &Graph, flows: f64) -> Result<(), String> {
+    let (Some(ts), Some(d)) = (&spec.output.timeseries, spec.sim.duration) else {
+        return Ok(());
+    };
+    if ts.every == Dur::ZERO {
+        return Ok(());
+    }
+    let per_sample = match &ts.flows {
+        FlowSelection::List(l) => l.len() as f64,
+        FlowSelection::Keyword(FlowKeyword::All) => flows,
+        FlowSelection::Keyword(FlowKeyword::None) => 0.0,
+    } + ts.ports.len() as f64
+        * if ts.ports.iter().any(|p| p == "switches") {
+            graph.links.len() as f64 * 2.0
+        } else {
+            1.0
+        };
+    let rows = (d.as_ps() / ts.every.as_ps()) as f64 * per_sample;
+    if rows > MAX_SAMPLE_ROWS as f64 {
+        return Err(format!(
+            "output.timeseries: about {rows:.3e} samples ({:.0} GB of timeseries.csv) for {d} \
+             every {}; sample less often or fewer flows and ports (at most \
+             {MAX_SAMPLE_ROWS})",
+            rows * 40.0 / 1e9,
+            ts.every
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the run's times: a duration wherever one of the explicit `flows` would never
 /// finish, and a warmup and cooldown that leave time to measure.
 fn check_sim_times(sim: &SimSpec, flows: &[FlowSpec]) -> Result<(), String> {
@@ -598,29 +640,7 @@ fn check_output(spec: &ScenarioSpec, graph: &Graph, flows: usize) -> Result<(), 
             ts.every
         ));
     }
-    // Samples go to disk as they are taken: refuse a series no disk is meant to hold.
-    if let Some(d) = spec.sim.duration {
-        let per_sample = match &ts.flows {
-            FlowSelection::List(l) => l.len() as u64,
-            FlowSelection::Keyword(FlowKeyword::All) => flows as u64,
-            FlowSelection::Keyword(FlowKeyword::None) => 0,
-        } + ts.ports.len() as u64
-            * if ts.ports.iter().any(|p| p == "switches") {
-                graph.links.len() as u64 * 2
-            } else {
-                1
-            };
-        let rows = (d.as_ps() / ts.every.as_ps()).saturating_mul(per_sample);
-        if rows > MAX_SAMPLE_ROWS {
-            return Err(format!(
-                "output.timeseries: about {rows} samples ({} GB of timeseries.csv) for {d} \
-                 every {}; sample less often or fewer flows and ports (at most \
-                 {MAX_SAMPLE_ROWS})",
-                rows.saturating_mul(40) / 1_000_000_000,
-                ts.every
-            ));
-        }
-    }
+    check_sample_rows(spec, graph, flows as f64)?;
     if let FlowSelection::List(l) = &ts.flows
         && spec.generators.is_empty()
         && let Some(&bad) = l.iter().find(|&&f| f as usize >= flows)
