@@ -254,11 +254,7 @@ impl Results {
                 port: pid.0,
                 node: net.node_name(port.node()).to_string(),
                 peer: net.node_name(port.peer_node()).to_string(),
-                label: format!(
-                    "{}->{}",
-                    net.node_name(port.node()),
-                    net.node_name(port.peer_node())
-                ),
+                label: port_label(net, pid),
                 tier: net.node_tier(port.node()).to_string(),
                 peer_tier: net.node_tier(port.peer_node()).to_string(),
                 rate_gbps: rate.gbps_f64(),
@@ -678,7 +674,7 @@ impl Results {
 fn ein_summary(net: &dcsim_net::Network) -> Value {
     let mut ports = Vec::new();
     let (mut any, mut notified) = (false, 0u64);
-    for port in net.ports() {
+    for (i, port) in net.ports().iter().enumerate() {
         let dcsim_net::qdisc::Qdisc::Ein(e) = port.qdisc() else {
             continue;
         };
@@ -687,7 +683,7 @@ fn ein_summary(net: &dcsim_net::Network) -> Value {
         notified += s.notified;
         if s.episodes > 0 {
             ports.push(json!({
-                "port": format!("{}->{}", net.node_name(port.node()), net.node_name(port.peer_node())),
+                "port": port_label(net, PortId::new(i)),
                 "notified": s.notified,
                 "episodes": s.episodes,
                 "incast_ms": s.incast_time.as_secs_f64() * 1e3,
