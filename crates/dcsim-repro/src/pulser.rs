@@ -312,11 +312,14 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
                 60 %) while flow 0, long-lived from host 399, runs into host 0"),
             "arrivals_until": format!("{}ms", until.as_secs_f64() * 1e3),
             "switch_queues": "250 packets, ECN at K = 65 packets; Pulser: EIN over the same \
-                (N = 50, threshold 0.25 of the line rate, high watermark 130 packets)",
+                (N = 50, threshold 0.25 of the line rate, high watermark 130 packets; the \
+                queue's growth in bytes over the last N dequeues over their time, the stated \
+                hysteresis: gradient = time-weighted, count = bytes, hysteresis = stated)",
             "tcp": "profile linux (the paper ran ns-3, which follows Linux): SACK, RACK-TLP, \
                 PRR, 6 MB receive buffer; minimum and initial RTO 1 ms and one ACK per segment \
                 (ours); DCTCP g = 1/16",
-            "ictcp": "DCTCP senders under ICTCP receive windows (alpha 0.9, gamma 0.1/0.5)",
+            "ictcp": "DCTCP senders under ICTCP receive windows (alpha 0.9, gamma 0.1/0.5, \
+                fast start: windows double until the first decrease)",
             "pulser": "DCTCP with cwnd_safe = 4 segments",
             "ideal": "transport ideal: every flow paced at its max-min fair rate over the \
                 egress ports of its route, recomputed at every start and completion (no \
