@@ -135,6 +135,19 @@ def test_bad_files_and_values_raise_scenario_error(tmp_path):
         dcsim.Scenario.from_file(SCENARIOS / "dctcp-dumbbell.toml").set("sim.duration", None)
     with pytest.raises(dcsim.ScenarioError, match="unknown field"):
         dcsim.Scenario.from_dict({"sim": {"duraton": "1ms"}})
+    # A number where a unit is needed: the command line's advice, named as written here.
+    sc = dcsim.Scenario.from_file(SCENARIOS / "dctcp-dumbbell.toml")
+    for path, value, example in [
+        ("sim.duration", 10, '"10us"'),
+        ("topology.host_link.rate", 10, '"10Gbps"'),
+        ("queue.buffer", 250, '"250pkts"'),
+    ]:
+        with pytest.raises(dcsim.ScenarioError) as e:
+            sc.set(path, value)
+        said = str(e.value)
+        assert f"set({path!r}, {value!r}): {value} has no unit" in said, said
+        assert example in said and "--set" not in said, said
+    assert sc.overrides == []
     with pytest.raises(dcsim.ScenarioError, match=r"flows\[0\]"):
         dcsim.Scenario.from_dict({"topology": {"kind": "dumbbell"}, "flows": [None]})
 

@@ -238,8 +238,29 @@ impl Serialize for Amount {
 }
 impl<'de> Deserialize<'de> for Amount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(de::Error::custom)
+        struct V;
+        const EXPECTING: &str = "a size such as \"375KB\" or a packet count such as \"250pkts\"";
+        impl de::Visitor<'_> for V {
+            type Value = Amount;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(EXPECTING)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Amount, E> {
+                v.parse().map_err(E::custom)
+            }
+            // A bare number is refused with what to write instead: bytes or packets?
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Amount, E> {
+                Err(E::custom(format!(
+                    "{v} has no unit; write it as a string with a unit, e.g. {EXPECTING}"
+                )))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Amount, E> {
+                Err(E::custom(format!(
+                    "{v} has no unit; write it as a string with a unit, e.g. {EXPECTING}"
+                )))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 

@@ -79,7 +79,12 @@ class Scenario:
         Raises :class:`ScenarioError` (and leaves the scenario unchanged) if the result
         does not validate.
         """
-        return self.override(f"{path}={toml_literal(value)}")
+        text = f"{path}={toml_literal(value)}"
+        try:
+            return self.override(text)
+        except ScenarioError as e:
+            # Named as the caller wrote it, not as the command line's --set.
+            raise ScenarioError(str(e).replace(f"--set {text}:", f"set({path!r}, {value!r}):", 1)) from None
 
     def override(self, text: str) -> Scenario:
         """Applies one override written as on the command line, ``"PATH=VALUE"`` with the

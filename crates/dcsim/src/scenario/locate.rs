@@ -13,14 +13,86 @@ use std::ops::Range;
 /// when the crate could only give the enclosing table, and a suggestion for a misspelt
 /// key or variant.
 pub(super) fn describe(text: &str, e: &toml::de::Error) -> String {
-    let message = with_suggestion(e.message().trim_end());
+    let mut message = with_suggestion(e.message().trim_end());
     let Some(span) = e.span() else {
         return message;
     };
+    if message == "duplicate key"
+        && let Some(said) = duplicate_key(text, span.clone())
+    {
+        message = said;
+    }
     let at = token(e.message())
         .and_then(|t| find_in_table(text, span.clone(), &t))
         .unwrap_or(span);
     render(text, at, &message)
+}
+
+/// `duplicate key` said in full: which key, and the line where it was first set (a table
+/// header given twice, or a key given twice in one table). None if the span is not a key.
+fn duplicate_key(text: &str, span: Range<usize>) -> Option<String> {
+    let key = text.get(span.clone())?.trim();
+    if key.is_empty() {
+        return None;
+    }
+    let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next()?;
+    let first = if line.trim_start().starts_with('[') {
+        let header = header_of(line)?;
+        let mut at = 0;
+        text[..line_start].split_inclusive('\n').find_map(|l| {
+            let here = at;
+            at += l.len();
+            (header_of(l) == Some(header)).then_some(here)
+        })
+    } else {
+        let table = text[..line_start]
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .rfind(|&i| text[i..].trim_start().starts_with('['))
+            .unwrap_or(0);
+        find_key(&text[table..line_start], key)
+            .map(|r| table + r.start)
+            .or_else(|| {
+                // Set as a table of its own before: `[output.timeseries]`, then
+                // `timeseries = ...` under `[output]`.
+                let parent = header_of(&text[table..]).map_or("", |h| h.trim_matches(['[', ']']));
+                let dotted = if parent.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{parent}.{key}")
+                };
+                let mut at = 0;
+                text[..line_start].split_inclusive('\n').find_map(|l| {
+                    let here = at;
+                    at += l.len();
+                    header_of(l)
+                        .is_some_and(|h| h.trim_matches(['[', ']']) == dotted)
+                        .then_some(here)
+                })
+            })
+    };
+    Some(match first {
+        Some(at) => format!(
+            "duplicate key `{key}`: it is first set at line {}",
+            text[..at].matches('\n').count() + 1
+        ),
+        None => format!("duplicate key `{key}`"),
+    })
+}
+
+/// The header of a line that opens a table (`[sim]` of `[sim]  # comment`).
+fn header_of(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    if !t.starts_with('[') {
+        return None;
+    }
+    let end = if t.starts_with("[[") {
+        t.find("]]")? + 2
+    } else {
+        t.find(']')? + 1
+    };
+    Some(&t[..end])
 }
 
 /// What to look for: the key of an unknown field (`mark_thresh =`), a rejected quoted value
@@ -290,6 +362,26 @@ mod tests {
                 .replace("pairs = 2", "pairs = -2"),
         );
         assert!(e.starts_with("TOML parse error at line 7, column 9"), "{e}");
+    }
+
+    /// A key or table given twice is named, with the line where it was first set.
+    #[test]
+    fn a_duplicate_key_is_named_with_its_first_line() {
+        let e = error("[sim]\nduration = \"1ms\"\nseed = 1\nseed = 2\n");
+        assert!(
+            e.contains("line 4") && e.ends_with("duplicate key `seed`: it is first set at line 3"),
+            "{e}"
+        );
+        let e = error("[sim]  # first\nseed = 1\n[topology]\nkind = \"star\"\n[sim]\nseed = 2\n");
+        assert!(
+            e.ends_with("duplicate key `sim`: it is first set at line 1"),
+            "{e}"
+        );
+        let e = error("[output.timeseries]\nevery = \"1ms\"\n[output]\ntimeseries = 3\n");
+        assert!(
+            e.ends_with("duplicate key `timeseries`: it is first set at line 1"),
+            "{e}"
+        );
     }
 
     /// An empty key name (`""=""`, found by the fuzzer) is looked up nowhere: searching

@@ -8,6 +8,7 @@
 
 mod build;
 mod locate;
+mod readable;
 mod set;
 mod spec;
 
@@ -37,7 +38,12 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.source, self.message.trim_end())
+        write!(
+            f,
+            "{}: {}",
+            self.source,
+            readable::readable(self.message.trim_end())
+        )
     }
 }
 impl std::error::Error for ConfigError {}
@@ -196,13 +202,13 @@ impl ScenarioSpec {
         if let Err(e) = &doc
             && e.message().contains("integer number overflowed")
         {
-            return Err(err(shorten_lines(&format!(
+            return Err(err(format!(
                 "{}scenario integers are 64-bit signed, at most {}",
                 e.to_string()
                     .trim_end()
                     .trim_end_matches("integer number overflowed"),
                 i64::MAX
-            ))));
+            )));
         }
         let text = if sets.is_empty() {
             text.to_string()
@@ -226,7 +232,7 @@ impl ScenarioSpec {
         let spec: Self = match toml::from_str(&text) {
             Ok(s) => s,
             Err(e) if !sets.is_empty() => return Err(err(blame(original, sets, &e))),
-            Err(e) => return Err(err(shorten_lines(&locate::describe(&text, &e)))),
+            Err(e) => return Err(err(locate::describe(&text, &e))),
         };
         if spec.schema_version != SCHEMA_VERSION {
             return Err(err(format!(
@@ -256,10 +262,10 @@ fn blame(text: &str, sets: &[String], full: &toml::de::Error) -> String {
     if let Some(e) = fails(text)
         && e.message() == full.message()
     {
-        return shorten_lines(&locate::describe(text, &e));
+        return locate::describe(text, &e);
     }
     let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
-        return shorten_lines(&full.to_string());
+        return full.to_string();
     };
     for s in sets {
         if set::apply_set(&mut doc, s).is_err() {
@@ -283,29 +289,16 @@ fn blame(text: &str, sets: &[String], full: &toml::de::Error) -> String {
             {
                 msg += &format!(" (at `{}`)", line.trim());
             }
-            return shorten_lines(&msg);
+            return msg;
         }
     }
-    shorten_lines(&full.to_string())
+    full.to_string()
 }
 
 /// The line of `text` holding byte `at`.
 fn line_at(text: &str, at: usize) -> Option<&str> {
     let start = text.get(..at)?.rfind('\n').map_or(0, |i| i + 1);
     text[start..].lines().next()
-}
-
-/// A parse error quotes the offending line; a line of megabytes would flood the terminal,
-/// so each line of the message is cut to 300 characters.
-fn shorten_lines(msg: &str) -> String {
-    const MAX: usize = 300;
-    msg.lines()
-        .map(|l| match l.char_indices().nth(MAX) {
-            Some((i, _)) => format!("{}… ({} more bytes)", &l[..i], l.len() - i),
-            None => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]
