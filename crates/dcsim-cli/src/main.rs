@@ -159,6 +159,19 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print the claims and checks of experiments' result.json files as a Markdown table
+    /// (the table of docs/reproductions.md is made this way from docs/results/).
+    Verdicts {
+        /// result.json files (or archived copies, NAME.json), experiment folders, or
+        /// folders of them (default: results/repro, where `dcsim repro --all` writes).
+        paths: Vec<PathBuf>,
+        /// Write into this Markdown file instead of printing: the table between its lines
+        /// `<!-- verdicts: ... -->` and `<!-- end of verdicts -->`, a summary (claims
+        /// reproduced per experiment) between `<!-- verdict summary: ... -->` and
+        /// `<!-- end of verdict summary -->`.
+        #[arg(long, value_name = "FILE")]
+        into: Option<PathBuf>,
+    },
     /// Stress-benchmark the Fastpass-style arbiter: the highest load each allocator
     /// architecture sustains in real time (docs/arbiter.md).
     ArbiterBench {
@@ -336,6 +349,7 @@ fn main() -> ExitCode {
             only,
             json,
         }),
+        Cmd::Verdicts { paths, into } => verdicts(paths, into.as_deref()),
         Cmd::Repro {
             name,
             all,
@@ -533,6 +547,48 @@ fn run_one(name: &str, opts: &dcsim_repro::Options) -> Option<dcsim_repro::Outco
         Err(e) => {
             eprintln!("error: {name}: {e}");
             None
+        }
+    }
+}
+
+/// `dcsim verdicts`: the claims of experiments' results as a Markdown table, printed or
+/// written into a file between its markers.
+fn verdicts(paths: Vec<PathBuf>, into: Option<&Path>) -> ExitCode {
+    use dcsim_repro::table;
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from("results/repro")]
+    } else {
+        paths
+    };
+    let results = match table::read(&paths) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(file) = into else {
+        print!("{}", table::markdown(&results));
+        return ExitCode::SUCCESS;
+    };
+    let written = std::fs::read_to_string(file)
+        .map_err(|e| e.to_string())
+        .and_then(|doc| table::fill(&doc, &results))
+        .and_then(|doc| {
+            dcsim::metrics::atomic_write(file, doc.as_bytes()).map_err(|e| e.to_string())
+        });
+    match written {
+        Ok(()) => {
+            eprintln!(
+                "the verdicts of {} experiment(s) written into {}",
+                results.len(),
+                file.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            ExitCode::from(1)
         }
     }
 }
@@ -754,6 +810,15 @@ fn run(
         eprintln!("error: cannot write results to {}: {e}", out.display());
         return ExitCode::from(1);
     }
+    // Held until the results are committed: a second run into the same folder is refused
+    // now, not after its simulation.
+    let _lock = match dcsim::metrics::DirLock::take(&out) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot write results to {}: {e}", out.display());
+            return ExitCode::from(1);
+        }
+    };
     let mut world = match World::new(scenario) {
         Ok(w) => w,
         Err(e) => return config_error(&e),

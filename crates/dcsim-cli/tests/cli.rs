@@ -585,6 +585,43 @@ fn results_folders_are_replaced_whole_and_survive_kill_9() {
     dir.close().unwrap();
 }
 
+/// A run into a folder that another process is writing is refused before it simulates
+/// (the lock is taken at the start and held until the commit), and the folder is left as
+/// it was. The run asked for would take minutes.
+#[test]
+fn a_second_writer_is_refused_before_it_simulates() {
+    let dir = tmp("busy");
+    let d = dir.path();
+    let out = d.join("R");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("mine.txt"), "kept").unwrap();
+    // pid 1 is always alive.
+    std::fs::write(d.join(".R.lock"), "1").unwrap();
+    let started = std::time::Instant::now();
+    let o = dcsim(&[
+        "run",
+        "scenarios/dctcp-fattree-permutation.toml",
+        "--set",
+        "sim.duration=2s",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("process 1 is writing the same results folder") && err.contains(".R.lock"),
+        "{err}"
+    );
+    assert!(took.as_secs() < 20, "refused only after {took:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("mine.txt")).unwrap(),
+        "kept"
+    );
+    dir.close().unwrap();
+}
+
 /// The manifest check of a results folder, done by hand so the test does not trust the
 /// code it tests: every listed file has its listed size.
 fn dcsim_metrics_verify(dir: &Path) -> bool {

@@ -21,5 +21,5 @@ pub use digest::{Fnv, digest};
 pub use rows::{Counters, EventRow, FlowRow, OUTPUT_SCHEMA_VERSION, PortRow, SampleRow};
 pub use spill::{Body, SampleSpill};
 pub use stats::{Distribution, jain};
-pub use store::{MANIFEST, atomic_write, commit_dir, commit_files, verify_dir};
+pub use store::{DirLock, MANIFEST, atomic_write, commit_dir, commit_files, verify_dir};
 pub use tables::{text_table, to_csv};

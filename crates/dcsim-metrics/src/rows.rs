@@ -101,7 +101,9 @@ pub struct PortRow {
     pub node: String,
     /// Node at the far end of its link.
     pub peer: String,
-    /// `node->peer`: the port's name in traces, time series and `--port` arguments.
+    /// `node->peer`: the port's name in traces, time series and `--port` arguments. Folders
+    /// of output schema 5 and before have none: read back, it is empty.
+    #[serde(default)]
     pub label: String,
     /// Tier of `node`.
     pub tier: String,

@@ -4,7 +4,8 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::digest::Fnv;
 use crate::spill::Body;
@@ -90,7 +91,14 @@ pub fn commit_files(dir: &Path, files: &[(&str, Body<'_>)]) -> io::Result<()> {
     }
     let pid = std::process::id();
     let lock = parent.join(format!(".{name}.lock"));
-    take_lock(&lock, pid)?;
+    // Held by a [`DirLock`] of this process for the whole run, or taken for the commit.
+    let ours = HELD
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&lock);
+    if !ours {
+        take_lock(&lock, pid)?;
+    }
     let r = (|| {
         remove_leftovers(parent, &name);
         let tmp = parent.join(format!(".{name}.tmp-{pid}"));
@@ -136,8 +144,62 @@ pub fn commit_files(dir: &Path, files: &[(&str, Body<'_>)]) -> io::Result<()> {
         }
         r
     })();
-    let _ = fs::remove_file(&lock);
+    if !ours {
+        let _ = fs::remove_file(&lock);
+    }
     r
+}
+
+/// The locks this process holds through [`DirLock`]s.
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The lock of a results folder held for as long as this value lives, from before a run
+/// starts until its results are committed: a second writer of the same folder is refused
+/// when it starts, not after its whole simulation. [`commit_files`] into the folder by
+/// this process then uses this lock; dropping it removes the lock file.
+#[derive(Debug)]
+pub struct DirLock {
+    lock: PathBuf,
+}
+
+impl DirLock {
+    /// Takes the lock of folder `dir` (the file `.NAME.lock` beside it, which
+    /// [`commit_files`] takes too); the parent folder is created if need be.
+    ///
+    /// # Errors
+    /// Another live process holds it (the message names the lock file), this process holds
+    /// it already, or an I/O error.
+    pub fn take(dir: &Path) -> io::Result<Self> {
+        let parent = dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs::create_dir_all(parent)?;
+        let name = dir
+            .file_name()
+            .ok_or_else(|| io::Error::other("no folder name"))?
+            .to_string_lossy();
+        let lock = parent.join(format!(".{name}.lock"));
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        if held.contains(&lock) {
+            return Err(io::Error::other(format!(
+                "this process is already writing {} (lock {})",
+                dir.display(),
+                lock.display()
+            )));
+        }
+        take_lock(&lock, std::process::id())?;
+        held.push(lock.clone());
+        Ok(Self { lock })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        held.retain(|l| *l != self.lock);
+        let _ = fs::remove_file(&self.lock);
+    }
 }
 
 /// Whether every file the [`MANIFEST`] of `dir` lists is there with its size and hash.
@@ -167,12 +229,20 @@ pub fn verify_dir(dir: &Path) -> bool {
     })
 }
 
-/// Whether process `pid` is alive (Linux: /proc; elsewhere assumed alive).
+/// Whether process `pid` is alive (Linux: /proc; elsewhere assumed alive). A killed process
+/// that no one has reaped yet (a zombie: a Dask worker whose nanny was killed with it, in a
+/// container whose first process does not reap) still has its /proc entry, but writes
+/// nothing more: its state letter after the command name says so.
 fn alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        true
+    if !cfg!(target_os = "linux") {
+        return true;
+    }
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| matches!(state, "Z" | "X" | "x")),
+        Err(_) => Path::new(&format!("/proc/{pid}")).exists(),
     }
 }
 
@@ -348,6 +418,57 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["run"]);
+        dir.close().unwrap();
+    }
+
+    /// A process killed and not yet reaped holds no lock: its zombie is not alive.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_zombie_is_not_alive() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(alive(pid));
+        child.kill().unwrap();
+        // Not waited for yet: a zombie until `wait`.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!alive(pid), "a killed, unreaped child counts as alive");
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "reaped too early"
+        );
+        child.wait().unwrap();
+    }
+
+    /// A folder locked before its run starts refuses another writer at once; this
+    /// process's own commits go through and keep the lock until it is dropped.
+    #[test]
+    fn a_lock_held_through_a_run_refuses_others_and_admits_its_own_commits() {
+        let dir = scratch("held");
+        let d = dir.path();
+        let out = d.join("run");
+        fs::write(d.join(".run.lock"), "1").unwrap();
+        let e = DirLock::take(&out).unwrap_err();
+        assert!(e.to_string().contains("process 1 is writing"), "{e}");
+        fs::remove_file(d.join(".run.lock")).unwrap();
+        let held = DirLock::take(&out).unwrap();
+        let again = DirLock::take(&out).unwrap_err();
+        assert!(again.to_string().contains("already writing"), "{again}");
+        commit_dir(&out, &[("a.csv", b"1")]).unwrap();
+        commit_dir(&out, &[("a.csv", b"2")]).unwrap();
+        assert_eq!(
+            fs::read_to_string(d.join(".run.lock")).unwrap(),
+            std::process::id().to_string(),
+            "the commits leave the held lock in place"
+        );
+        drop(held);
+        assert!(!d.join(".run.lock").exists());
+        assert_eq!(fs::read(out.join("a.csv")).unwrap(), b"2");
         dir.close().unwrap();
     }
 

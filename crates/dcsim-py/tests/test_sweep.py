@@ -126,6 +126,26 @@ def test_dcsim_sweep_resumes_a_python_sweep(cli, tmp_path):
     assert "skipped 2 runs already complete" in r.stderr
 
 
+def test_table_values_written_either_way_are_the_same_runs(cli, tmp_path):
+    """A table varied on the command line (bare keys, no spaces) and from Python (quoted
+    keys, another order) names the same runs: each side finds the other's complete."""
+    out = tmp_path / "tables"
+    run_cli(cli, "sweep", FILE, "--vary",
+            'transport={kind="tcp",cc="dctcp"},{cc={kind="cubic",c=0.4},kind="tcp",profile="linux"}',
+            "--set", "generators[0].pattern.max_flows=100", "--out", str(out))
+    tables = [{"kind": "tcp", "cc": "dctcp"},
+              {"kind": "tcp", "profile": "linux", "cc": {"c": 0.4, "kind": "cubic"}}]
+    res = dcsim.sweep(scenario(100), {"transport": tables}, out=out, progress=False)
+    assert res.ran == [] and not res.failed
+    py = tmp_path / "py-tables"
+    dcsim.sweep(scenario(100), {"transport": tables}, out=py, workers=1, progress=False)
+    r = run_cli(cli, "sweep", FILE, "--vary",
+                'transport={kind="tcp",cc="dctcp"},{cc={kind="cubic",c=0.4},kind="tcp",profile="linux"}',
+                "--set", "generators[0].pattern.max_flows=100", "--out", str(py))
+    assert "skipped 2 runs already complete" in r.stderr, r.stderr
+    assert digests(py) == digests(out)
+
+
 def test_named_variants_and_a_complete_sweep_without_a_client(cli, tmp_path):
     """Each scheme with its own ports, by name: the CLI's --variant and Python's variants=
     plan the same runs, and a sweep with nothing left to run starts no cluster."""

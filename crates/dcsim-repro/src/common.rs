@@ -142,14 +142,28 @@ impl Ctx {
                                 .is_ok_and(|t| t == *text),
                         };
                     if !fresh && same && dcsim::metrics::verify_dir(&dir) {
-                        eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
-                        return Results::load(&dir).map_err(|e| e.to_string());
+                        // A run written by another version of dcsim may not read back (a
+                        // column added since): it is run again, not an error.
+                        match Results::load(&dir) {
+                            Ok(r) => {
+                                eprintln!(
+                                    "{}: reusing the complete run in {}",
+                                    s.name,
+                                    dir.display()
+                                );
+                                return Ok(r);
+                            }
+                            Err(e) => eprintln!(
+                                "{}: the run in {} does not read back ({e}); running it again",
+                                s.name,
+                                dir.display()
+                            ),
+                        }
                     }
                     scenario.flows.extend(s.extra_flows.iter().copied());
+                    let _lock = dcsim::metrics::DirLock::take(&dir)
+                        .map_err(|e| format!("{}: {e}", dir.display()))?;
                     let mut world = World::new(scenario).map_err(|e| e.to_string())?;
-                    let runs = out.join("runs");
-                    std::fs::create_dir_all(&runs)
-                        .map_err(|e| format!("{}: {e}", runs.display()))?;
                     world.spill_time_series_beside(&dir);
                     world.run(&mut |_| {});
                     let r = Results::collect(&mut world);
@@ -412,6 +426,78 @@ mod tests {
             "resolved differently: run again"
         );
         assert_eq!(std::fs::read_to_string(&resolved).unwrap(), text);
+        guard.close().unwrap();
+    }
+
+    /// Rewrites `file` of the complete run folder `dir` without column `col`, as an older
+    /// version of dcsim may have written it, keeping the folder complete (its manifest
+    /// rewritten).
+    fn drop_column(dir: &std::path::Path, file: &str, col: &str) {
+        let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == dcsim::metrics::MANIFEST {
+                continue;
+            }
+            let mut bytes = std::fs::read(e.path()).unwrap();
+            if name == file {
+                let text = String::from_utf8(bytes).unwrap();
+                let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+                let at = header.iter().position(|h| *h == col).unwrap();
+                bytes = text
+                    .lines()
+                    .map(|l| {
+                        let mut cells: Vec<&str> = l.split(',').collect();
+                        cells.remove(at);
+                        cells.join(",") + "\n"
+                    })
+                    .collect::<String>()
+                    .into_bytes();
+            }
+            files.push((name, bytes));
+        }
+        let refs: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice()))
+            .collect();
+        dcsim::metrics::commit_dir(dir, &refs).unwrap();
+        assert!(dcsim::metrics::verify_dir(dir));
+    }
+
+    /// On resume, a complete run of an older output schema is reused when it reads back
+    /// (ports.csv without the later `label` column), and run again, not an error, when it
+    /// does not.
+    #[test]
+    fn runs_of_older_versions_are_reused_or_run_again() {
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-repro-old-")
+            .tempdir()
+            .unwrap();
+        let out = guard.path().join("exp");
+        let ctx = Ctx::new(false, out.clone(), 1).unwrap();
+        let text = "[sim]\nduration = \"1ms\"\n[topology]\nkind = \"dumbbell\"\npairs = 1\n\
+                    [[flows]]\nsrc = 0\ndst = 1\nsize = \"20KB\"\n";
+        let spec = || RunSpec::new("r", ScenarioSpec::parse(text, "t.toml", &[]).unwrap());
+        let first = ctx.run_many(vec![spec()]).unwrap();
+        let dir = out.join("runs/r");
+        drop_column(&dir, "ports.csv", "label");
+        let reused = ctx.run_many(vec![spec()]).unwrap();
+        assert_eq!(reused[0].digest(), first[0].digest());
+        assert!(
+            !std::fs::read_to_string(dir.join("ports.csv"))
+                .unwrap()
+                .contains("label"),
+            "reused as it was"
+        );
+        drop_column(&dir, "ports.csv", "tier");
+        assert!(
+            Results::load(&dir).is_err(),
+            "the old folder must not read back"
+        );
+        let again = ctx.run_many(vec![spec()]).unwrap();
+        assert_eq!(again[0].digest(), first[0].digest());
+        assert!(Results::load(&dir).is_ok(), "the run was written again");
         guard.close().unwrap();
     }
 }

@@ -18,12 +18,14 @@ mod fattree;
 mod oracle;
 mod pulser;
 mod sdn;
+pub mod table;
 mod verdict;
 mod xpass;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use common::{Ctx, Plot, Series};
+use dcsim::metrics::atomic_write;
 use serde_json::Value;
 pub use verdict::{Bound, Check, Claim, Verdict, Verdicts};
 
@@ -196,10 +198,81 @@ pub struct Options {
 /// `opts.fresh`.
 pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
     let e = experiment(name)?;
+    let _lock = take_folder(&opts.out, e.name)?;
     let mut ctx = Ctx::new(opts.quick, opts.out.clone(), opts.jobs)?;
     ctx.fresh = opts.fresh;
     ctx.siblings = opts.siblings.clone();
     run_in(e, &ctx)
+}
+
+/// The file of an experiment's folder that names the experiment whose runs it holds.
+pub const EXPERIMENT_FILE: &str = "experiment.txt";
+
+/// Locks `out` for as long as the value returned lives (a second writer is refused at its
+/// start, not when it commits) and makes it the folder of experiment `name`
+/// ([`claim_folder`]).
+pub(crate) fn take_folder(out: &Path, name: &str) -> Result<dcsim::metrics::DirLock, String> {
+    let lock = dcsim::metrics::DirLock::take(out)
+        .map_err(|err| format!("cannot write to {}: {err}", out.display()))?;
+    claim_folder(out, name)?;
+    Ok(lock)
+}
+
+/// Makes `out` the folder of experiment `name`, or says why it cannot be: it holds another
+/// experiment's runs (named by its [`EXPERIMENT_FILE`] or its result.json), a run's or a
+/// sweep's results, or other files. Runs of two experiments are never mixed in one folder.
+fn claim_folder(out: &Path, name: &str) -> Result<(), String> {
+    let shown = out.display();
+    let refuse = |what: String| {
+        Err(format!(
+            "{shown} holds {what}; choose another --out, or remove the folder to run {name} \
+             there"
+        ))
+    };
+    let marker = out.join(EXPERIMENT_FILE);
+    let named = match std::fs::read_to_string(&marker) {
+        Ok(t) => Some(t.trim().to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", marker.display())),
+    };
+    // Folders written before the marker existed name their experiment in result.json.
+    let named = named.or_else(|| {
+        let text = std::fs::read(out.join("result.json")).ok()?;
+        let v: Value = serde_json::from_slice(&text).ok()?;
+        v["experiment"].as_str().map(str::to_string)
+    });
+    match named {
+        Some(other) if other == name => return Ok(()),
+        Some(other) => return refuse(format!("the runs of experiment {other}")),
+        None => {}
+    }
+    let entries: Vec<String> = match std::fs::read_dir(out) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| !f.starts_with('.'))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    if entries.iter().any(|f| f == "summary.json") {
+        return refuse("the results of a run".into());
+    }
+    if entries.iter().any(|f| f == "index.json") {
+        return refuse("the results of a sweep".into());
+    }
+    // An interrupted experiment of an earlier version: its runs and plots only.
+    if let Some(f) = entries
+        .iter()
+        .find(|f| !["runs", "plots"].contains(&f.as_str()))
+    {
+        return refuse(format!(
+            "other files ({f}) and is not an experiment's folder"
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {shown}: {e}"))?;
+    atomic_write(&marker, format!("{name}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", marker.display()))
 }
 
 /// Runs `e` in `ctx`, judges it, and writes result.json and the plots.
@@ -229,6 +302,55 @@ mod tests {
     use dcsim::ScenarioSpec;
 
     use super::*;
+
+    /// A folder holds one experiment's runs: another experiment, a run's or a sweep's
+    /// results and unknown files are refused with the reason, the folder untouched; an
+    /// absent or empty folder, or an earlier version's folder of the same experiment, is
+    /// claimed; a folder in use by another process is refused before anything runs.
+    #[test]
+    fn a_folder_holds_the_runs_of_one_experiment() {
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-repro-claim-")
+            .tempdir()
+            .unwrap();
+        let d = guard.path();
+        let fresh = d.join("a");
+        claim_folder(&fresh, "xpass-convergence").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(fresh.join(EXPERIMENT_FILE)).unwrap(),
+            "xpass-convergence\n"
+        );
+        claim_folder(&fresh, "xpass-convergence").unwrap();
+        let e = claim_folder(&fresh, "pulser-incast").unwrap_err();
+        assert!(
+            e.contains("holds the runs of experiment xpass-convergence") && e.contains("--out"),
+            "{e}"
+        );
+        let old = d.join("old");
+        std::fs::create_dir_all(old.join("runs/x")).unwrap();
+        std::fs::write(old.join("result.json"), r#"{"experiment": "dx-queue"}"#).unwrap();
+        let e = claim_folder(&old, "pulser-incast").unwrap_err();
+        assert!(e.contains("experiment dx-queue"), "{e}");
+        claim_folder(&old, "dx-queue").unwrap();
+        for (file, said) in [
+            ("summary.json", "the results of a run"),
+            ("index.json", "the results of a sweep"),
+            ("notes.txt", "other files (notes.txt)"),
+        ] {
+            let f = d.join(file.replace('.', "-"));
+            std::fs::create_dir_all(&f).unwrap();
+            std::fs::write(f.join(file), "{}").unwrap();
+            let e = claim_folder(&f, "dx-queue").unwrap_err();
+            assert!(e.contains(said), "{e}");
+            assert!(!f.join(EXPERIMENT_FILE).exists());
+        }
+        // pid 1 is always alive.
+        std::fs::write(d.join(".busy.lock"), "1").unwrap();
+        let e = take_folder(&d.join("busy"), "dx-queue").unwrap_err();
+        assert!(e.contains("process 1 is writing"), "{e}");
+        assert!(!d.join("busy").exists());
+        guard.close().unwrap();
+    }
 
     /// Every experiment's quick-form scenarios, as written to `scenario.toml`, parse and
     /// build back to the scenario that runs (xpass-zero-loss runs the others' scenarios).

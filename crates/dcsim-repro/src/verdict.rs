@@ -78,7 +78,7 @@ pub fn min_max(xs: impl IntoIterator<Item = Option<f64>>) -> Option<(f64, f64)> 
 }
 
 /// A number as a reader wants it: four significant digits, no trailing zeros.
-fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if v.is_nan() {
         return "missing".into();
     }

@@ -198,8 +198,27 @@ fn state_of(dir: &Path, point: &Value) -> RunState {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     match old {
-        Some(old) if IDENTITY.iter().all(|k| old.get(k) == point.get(k)) => RunState::Complete,
+        Some(old) if IDENTITY.iter().all(|k| same(k, old.get(k), point.get(k))) => {
+            RunState::Complete
+        }
         _ => RunState::Changed,
+    }
+}
+
+/// Whether two values of an [`IDENTITY`] key are the same: parameters compare in their
+/// [`point::canonical`] forms, as the command line and the Python package write them
+/// differently.
+fn same(key: &str, a: Option<&Value>, b: Option<&Value>) -> bool {
+    let canonical = |v: Option<&Value>| -> Option<Vec<(String, String)>> {
+        v?.as_object()?
+            .iter()
+            .map(|(k, v)| Some((k.clone(), point::canonical(v.as_str()?))))
+            .collect()
+    };
+    if key == "params" {
+        canonical(a).is_some_and(|x| Some(x) == canonical(b))
+    } else {
+        a == b
     }
 }
 
@@ -543,6 +562,10 @@ pub fn run_point(
     let dir = out.join(name);
     let mut text = serde_json::to_vec_pretty(point).map_err(|e| e.to_string())?;
     text.push(b'\n');
+    // Held until the results are committed: another sweep writing the same run is refused
+    // before this one simulates.
+    let _lock = dcsim::metrics::DirLock::take(&dir)
+        .map_err(|e| format!("cannot write results to {}: {e}", dir.display()))?;
     let results = catch_unwind(AssertUnwindSafe(|| -> Result<Results, String> {
         let mut world = World::new(scenario).map_err(|e| e.to_string())?;
         world.spill_time_series_beside(&dir);

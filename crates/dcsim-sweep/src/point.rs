@@ -205,15 +205,69 @@ pub fn sanitize(s: &str) -> String {
     if out.is_empty() { "x".into() } else { out }
 }
 
-/// The label of one value in a folder name: sanitized, and cut with a hash of the full
-/// value if long.
+/// The label of one value in a folder name: its [`canonical`] form sanitized, and cut with
+/// a hash of that form if long (so a table written `{kind="tcp",cc="dctcp"}` on the command
+/// line and `{ "cc" = "dctcp", "kind" = "tcp" }` by the Python package names one folder).
 fn value_label(v: &str) -> String {
-    let s = sanitize(v);
+    let c = canonical(v);
+    let s = sanitize(&c);
     if s.len() <= MAX_VALUE_CHARS {
         return s;
     }
-    let h = digest(&[v.as_bytes()]);
+    let h = digest(&[c.as_bytes()]);
     format!("{}-{:08x}", &s[..MAX_VALUE_CHARS - 9], h >> 32)
+}
+
+/// A value as `--set` reads it, in one spelling: what two ways of writing the same value
+/// (spaces, quoted or bare keys, key order, `1e-3` or `0.001`, a bare word or a quoted
+/// string) both become. Runs are the same point when their values are the same here.
+pub fn canonical(v: &str) -> String {
+    match v.trim().parse::<toml_edit::Value>() {
+        Ok(value) => canonical_value(&value),
+        // `--set` takes what is not a TOML value as a string.
+        Err(_) => canonical_value(&toml_edit::Value::from(v.trim())),
+    }
+}
+
+fn canonical_value(v: &toml_edit::Value) -> String {
+    use toml_edit::Value;
+    let key = |k: &str| {
+        if !k.is_empty()
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            k.to_string()
+        } else {
+            Value::from(k).to_string().trim().to_string()
+        }
+    };
+    match v {
+        Value::String(s) => Value::from(s.value().as_str())
+            .to_string()
+            .trim()
+            .to_string(),
+        Value::Integer(i) => i.value().to_string(),
+        Value::Float(f) => format!("{:?}", f.value()),
+        Value::Boolean(b) => b.value().to_string(),
+        Value::Datetime(d) => d.value().to_string(),
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(canonical_value).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::InlineTable(t) => {
+            let mut items: Vec<(String, String)> = t
+                .iter()
+                .map(|(k, v)| (key(k), canonical_value(v)))
+                .collect();
+            items.sort();
+            let items: Vec<String> = items.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            if items.is_empty() {
+                "{}".into()
+            } else {
+                format!("{{ {} }}", items.join(", "))
+            }
+        }
+    }
 }
 
 /// Folder-name labels of every axis: the key and one label per value.
@@ -375,6 +429,46 @@ mod tests {
             cross(&[axis("a=1,2,3"), axis("b=1,2"), axis("c=1,2")]).len(),
             12
         );
+    }
+
+    /// The spellings of one value that the command line and the Python package write are
+    /// one canonical value; different values stay different.
+    #[test]
+    fn canonical_forms_join_the_spellings_of_one_value() {
+        let same = [
+            (
+                r#"{kind="tcp",cc="dctcp"}"#,
+                r#"{ "kind" = "tcp", "cc" = "dctcp" }"#,
+            ),
+            (
+                r#"{cc = {kind="dctcp", g=0.0625}}"#,
+                r#"{ "cc" = { "g" = 0.0625, "kind" = "dctcp" } }"#,
+            ),
+            ("dctcp", r#""dctcp""#),
+            ("1e-3", "0.001"),
+            ("[1,2]", "[1, 2]"),
+            (r#"{"a b" = 1}"#, r#"{ 'a b' = 1 }"#),
+        ];
+        for (a, b) in same {
+            assert_eq!(canonical(a), canonical(b), "{a} | {b}");
+        }
+        assert_eq!(
+            canonical(r#"{kind="tcp",cc="dctcp"}"#),
+            r#"{ cc = "dctcp", kind = "tcp" }"#
+        );
+        for (a, b) in [
+            ("1", "1.0"),
+            ("\"1\"", "1"),
+            ("{a=1}", "{a=2}"),
+            ("[1,2]", "[2,1]"),
+        ] {
+            assert_ne!(canonical(a), canonical(b), "{a} | {b}");
+        }
+        // A long table value names the same folder however it is spelt.
+        let long = r#"{kind="tcp",cc={kind="cubic",c=0.4,beta=0.7,fast_convergence=true},profile="linux"}"#;
+        let spaced = r#"{ "kind" = "tcp", "cc" = { "kind" = "cubic", "c" = 0.4, "beta" = 0.7, "fast_convergence" = true }, "profile" = "linux" }"#;
+        assert!(sanitize(long).len() > MAX_VALUE_CHARS);
+        assert_eq!(value_label(long), value_label(spaced));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
         e.name.starts_with("xpass-") && !matches!(e.name, "xpass-zero-loss" | "xpass-fattree")
     }) {
         let dir = ctx.siblings.as_ref().unwrap_or(&ctx.out).join(e.name);
+        let _lock = crate::take_folder(&dir, e.name)?;
         let mut sub = Ctx::new(ctx.quick, dir, ctx.jobs)?;
         sub.fresh = ctx.fresh;
         let o = crate::run_in(e, &sub)?;
