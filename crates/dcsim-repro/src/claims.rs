@@ -157,6 +157,37 @@ pub fn flow_scalability(r: &Value, v: &mut Verdicts) {
         lo("jain", "dctcp").map(|x| x.0),
         Bound::AtMost(0.8),
     );
+    // The paper's statements about RCP, where the run has RCP's series.
+    let rcp = numeric_keys(r, &["data_drops", "rcp"]);
+    if !rcp.is_empty() {
+        const RCP: &str = "ExpressPass (SIGCOMM 2017), many flows on one bottleneck: RCP \
+            loses packets from 32 flows and under-uses the link beyond 256";
+        let from32 = rcp
+            .iter()
+            .find(|n| n.parse::<f64>().is_ok_and(|n| n >= 32.0))
+            .copied();
+        v.claim(
+            "rcp-drops-from-32",
+            RCP,
+            format!(
+                "RCP's data drops at the fewest flows from 32 ({} flows)",
+                from32.unwrap_or("none")
+            ),
+            from32.and_then(|n| at(r, &["data_drops", "rcp", n])),
+            Bound::AtLeast(1.0),
+        );
+        let beyond = numeric_keys(r, &["utilization", "rcp"])
+            .into_iter()
+            .filter(|n| n.parse::<f64>().is_ok_and(|n| n > 256.0))
+            .map(|n| at(r, &["utilization", "rcp", n]));
+        v.claim(
+            "rcp-underuses-beyond-256",
+            RCP,
+            "RCP's highest utilization over N above 256",
+            min_max(beyond).map(|x| x.1),
+            Bound::AtMost(0.9),
+        );
+    }
 }
 
 /// `xpass-multi-bottleneck`.
@@ -327,6 +358,8 @@ pub fn fattree(r: &Value, v: &mut Verdicts) {
     const PAPER: &str = "ExpressPass (SIGCOMM 2017), realistic workloads on a fat-tree: \
         ExpressPass wins on small flows (above all the 99th percentile), is close to DCTCP \
         on large ones, and keeps the smallest queues";
+    const WORKSHOP: &str = "ExpressPass (workshop paper), fat-tree: HULL's and DX's 99th \
+        percentile FCT of flows under 100 KB is 2-4x ExpressPass's";
     for (w, _) in each(r, &["fct_us", "*"]) {
         for g in numeric_keys(r, &["fct_us", w]) {
             let fct = |s: &str, b: &str, stat: &str| at(r, &["fct_us", w, g, s, b, stat]);
@@ -350,6 +383,18 @@ pub fn fattree(r: &Value, v: &mut Verdicts) {
                 ),
                 Bound::AtMost(1.25),
             );
+            for s in ["hull", "dx"] {
+                v.claim(
+                    format!("{s}-small-flow-p99/{w}/{g}g"),
+                    WORKSHOP,
+                    format!(
+                        "p99 FCT of flows under 100 KB, {} over ExpressPass, {w}, {g} Gb/s",
+                        s.to_uppercase()
+                    ),
+                    ratio(fct(s, "<100KB", "p99"), fct("expresspass", "<100KB", "p99")),
+                    Bound::AtLeast(2.0),
+                );
+            }
             let others = ["dctcp", "hull", "dx"]
                 .map(|s| at(r, &["queue_kb", w, g, s, "max"]))
                 .into_iter();
