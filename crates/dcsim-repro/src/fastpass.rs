@@ -33,13 +33,20 @@ enum Scheme {
     Fastpass,
     /// Ours: slots one minimum frame longer, so a host link has room for its reports.
     FastpassGuard,
+    /// The guard slots with the arbiter allocating 8 slots at a time (the thesis's
+    /// allocator's batch) instead of 64.
+    FastpassGuardB8,
+    /// The same with batches of 16.
+    FastpassGuardB16,
     Dctcp,
     Xpass,
 }
 
-const SCHEMES: [Scheme; 4] = [
+const SCHEMES: [Scheme; 6] = [
     Scheme::Fastpass,
     Scheme::FastpassGuard,
+    Scheme::FastpassGuardB8,
+    Scheme::FastpassGuardB16,
     Scheme::Dctcp,
     Scheme::Xpass,
 ];
@@ -52,8 +59,27 @@ impl Scheme {
         match self {
             Self::Fastpass => "fastpass",
             Self::FastpassGuard => "fastpass-guard",
+            Self::FastpassGuardB8 => "fastpass-guard-b8",
+            Self::FastpassGuardB16 => "fastpass-guard-b16",
             Self::Dctcp => "dctcp",
             Self::Xpass => "expresspass",
+        }
+    }
+
+    /// Whether it is one of the Fastpass series.
+    fn is_fastpass(self) -> bool {
+        matches!(
+            self,
+            Self::Fastpass | Self::FastpassGuard | Self::FastpassGuardB8 | Self::FastpassGuardB16
+        )
+    }
+
+    /// Timeslots the arbiter allocates at a time.
+    fn batch_slots(self) -> u32 {
+        match self {
+            Self::FastpassGuardB8 => 8,
+            Self::FastpassGuardB16 => 16,
+            _ => FastpassConfig::default().batch_slots,
         }
     }
 }
@@ -79,7 +105,7 @@ fn scenario(s: Scheme, load: u32, flows: u64) -> ScenarioSpec {
     let mut sc = build::scenario(build::sim(None, Dur::ZERO), topology());
     match s {
         // Control packets first; data behind them in the same 250-packet buffer as DCTCP's.
-        Scheme::Fastpass | Scheme::FastpassGuard => {
+        s if s.is_fastpass() => {
             FatTreeScheme::Dctcp.configure(&mut sc, GBPS);
             sc.queue = Some(QdiscSpec::Prio(PrioConfig {
                 control_buffer: Amount::Packets(64),
@@ -89,16 +115,17 @@ fn scenario(s: Scheme, load: u32, flows: u64) -> ScenarioSpec {
             }));
             sc.transport = TransportSpec::Fastpass(FastpassConfig {
                 arbiter: Some(ARBITER),
-                slot_bytes: if s == Scheme::FastpassGuard {
-                    GUARD_SLOT_BYTES
-                } else {
+                slot_bytes: if s == Scheme::Fastpass {
                     FastpassConfig::default().slot_bytes
+                } else {
+                    GUARD_SLOT_BYTES
                 },
+                batch_slots: s.batch_slots(),
                 ..FastpassConfig::default()
             });
         }
-        Scheme::Dctcp => FatTreeScheme::Dctcp.configure(&mut sc, GBPS),
         Scheme::Xpass => FatTreeScheme::Xpass.configure(&mut sc, GBPS),
+        _ => FatTreeScheme::Dctcp.configure(&mut sc, GBPS),
     }
     let mut g = build::poisson(
         f64::from(load) / 100.0,
@@ -156,6 +183,7 @@ pub fn fastpass_zero_queue(ctx: &Ctx) -> Result<Value, String> {
     let mut out = json!({});
     let mut max_q: Vec<Vec<(f64, f64)>> = vec![Vec::new(); SCHEMES.len()];
     let mut small_p99: Vec<Vec<(f64, f64)>> = vec![Vec::new(); SCHEMES.len()];
+    let mut wait: Vec<Vec<(f64, f64)>> = vec![Vec::new(); SCHEMES.len()];
     for (&(s, l), r) in keys.iter().zip(&results) {
         let (sk, lk) = (s.key(), l.to_string());
         let si = SCHEMES.iter().position(|&x| x == s).expect("a scheme");
@@ -192,12 +220,17 @@ pub fn fastpass_zero_queue(ctx: &Ctx) -> Result<Value, String> {
                 fp["control_overhead"].clone(),
             );
         }
-        if matches!(s, Scheme::Fastpass | Scheme::FastpassGuard) {
+        if s.is_fastpass() {
             put(
                 &mut out,
                 &["fastpass", sk, &lk],
                 r.summary["fastpass"].clone(),
             );
+            let w = &r.summary["fastpass"]["first_slot_wait_us"];
+            put(&mut out, &["first_slot_wait_us", sk, &lk], w.clone());
+            if let Some(mean) = w["mean"].as_f64() {
+                wait[si].push((f64::from(l), mean));
+            }
             let nic = r
                 .ports
                 .iter()
@@ -225,10 +258,21 @@ pub fn fastpass_zero_queue(ctx: &Ctx) -> Result<Value, String> {
             Panel::line(
                 "flows under 100 KB: p99 FCT",
                 "load (% of host links)",
-                "us",
+                "µs",
                 SCHEMES
                     .iter()
                     .zip(&small_p99)
+                    .map(|(s, v)| to_series(s.key(), v))
+                    .collect(),
+            ),
+            Panel::line(
+                "a flow's wait for its first slot (mean)",
+                "load (% of host links)",
+                "µs",
+                SCHEMES
+                    .iter()
+                    .zip(&wait)
+                    .filter(|(s, _)| s.is_fastpass())
                     .map(|(s, v)| to_series(s.key(), v))
                     .collect(),
             ),
@@ -254,6 +298,9 @@ pub fn fastpass_zero_queue(ctx: &Ctx) -> Result<Value, String> {
                 "grant_timeout": fp.grant_timeout.to_string(),
                 "switch_queues": "strict priority for control (64 packets), data drop-tail 250 packets",
                 "fastpass-guard": format!("ours: slots of {GUARD_SLOT_BYTES} B (a full frame and a minimum frame)"),
+                "fastpass-guard-b8": format!("the guard slots, batches of {} slots (the thesis's allocator's batch)", Scheme::FastpassGuardB8.batch_slots()),
+                "fastpass-guard-b16": format!("the guard slots, batches of {} slots", Scheme::FastpassGuardB16.batch_slots()),
+                "first_slot_wait": "per flow, from its start to the start of its first granted slot",
             },
             "dctcp": "as in xpass-fattree: K = 65, 250-packet buffers, TCP profile ns2",
             "expresspass": "as in xpass-fattree: the 2017 large-scale script's settings",

@@ -37,6 +37,7 @@ use dcsim_net::wire::{MAX_WIRE_BYTES, TCP_MSS_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Network, Packet, RateStamp, RouteId, TopologySpec};
 use dcsim_transport::fastpass::FastpassConfig;
 use dcsim_transport::{FlowInfo, Flows, Grant, TransportSpec};
+use hdrhistogram::Histogram;
 use rand::RngExt as _;
 use serde_json::{Value, json};
 
@@ -134,8 +135,9 @@ struct DstState {
     /// Slots granted in all that were used or came too late (slots granted for nothing
     /// are not counted).
     got: u64,
-    /// Flows with packets not yet given a slot, oldest first: (flow, packets left, stop).
-    flows: VecDeque<(FlowId, u64, Option<Time>)>,
+    /// Flows with packets not yet given a slot, oldest first: (flow, packets left, stop,
+    /// start while it waits for its first slot).
+    flows: VecDeque<(FlowId, u64, Option<Time>, Option<Time>)>,
     /// Sum of their packets left (saturating; long-lived flows count as `u64::MAX`).
     pending: u64,
 }
@@ -192,7 +194,6 @@ const GRANT_INDEX_BITS: u32 = 20;
 const GRANT_INDEX_MASK: u32 = (1 << GRANT_INDEX_BITS) - 1;
 
 /// Fastpass counters for the summary.
-#[derive(Default)]
 struct Counters {
     requests: u64,
     request_retransmits: u64,
@@ -207,6 +208,30 @@ struct Counters {
     batches: u64,
     control_lost: u64,
     compute_ns: u128,
+    /// Per flow, the time from its start to the start of its first granted slot, ns.
+    first_slot_wait: Histogram<u64>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            requests: 0,
+            request_retransmits: 0,
+            grants: 0,
+            ack_only: 0,
+            control_packets_delivered: 0,
+            control_wire_bytes: 0,
+            slots_granted: 0,
+            slots_late: 0,
+            slots_unused: 0,
+            grants_lost: 0,
+            batches: 0,
+            control_lost: 0,
+            compute_ns: 0,
+            // Three significant digits, growing to the longest wait recorded.
+            first_slot_wait: Histogram::new(3).expect("3 significant digits are valid"),
+        }
+    }
 }
 
 /// Fastpass: hosts, arbiter and slot clock.
@@ -376,7 +401,7 @@ impl Fastpass {
         let cap = u64::from(self.cfg.max_outstanding);
         let h = &mut self.hosts[spec.src.index()];
         let d = h.dsts.entry(spec.dst.0).or_default();
-        d.flows.push_back((f, packets, spec.stop));
+        d.flows.push_back((f, packets, spec.stop, Some(cx.now)));
         d.pending = d.pending.saturating_add(packets);
         let target = d.got + d.pending.min(cap);
         if target > d.requested {
@@ -721,6 +746,17 @@ impl Fastpass {
                     d.pending -= 1;
                 }
                 chosen = Some(front.0);
+                if let Some(started) = front.3.take() {
+                    // The flow's first slot: what it waited from its start, through its
+                    // host's report, the arbiter's batch and the grant's way back.
+                    let wait = (t - started).as_ns();
+                    let h = &mut self.counters.first_slot_wait;
+                    // The histogram grows to the value (`saturating_record` would clamp it
+                    // to the present range instead).
+                    if h.record(wait.max(1)).is_err() {
+                        h.saturating_record(wait.max(1));
+                    }
+                }
                 if front.1 > 0 {
                     d.flows.push_back(front);
                 }
@@ -890,8 +926,25 @@ impl Fastpass {
             "control_overhead": c.control_wire_bytes as f64 / (c.control_wire_bytes + data_wire_bytes).max(1) as f64,
             "arbiter_compute_ns_per_slot": c.compute_ns as f64 / slots as f64,
             "arbiter_compute_ns_per_batch": c.compute_ns as f64 / c.batches.max(1) as f64,
+            "first_slot_wait_us": first_slot_wait(&c.first_slot_wait),
         })
     }
+}
+
+/// The summary of flows' waits for their first slot, µs: how many, mean, median, 99th
+/// percentile and largest (to the histogram's three significant digits).
+fn first_slot_wait(h: &Histogram<u64>) -> Value {
+    let us = |ns: u64| ns as f64 / 1e3;
+    if h.is_empty() {
+        return json!({"flows": 0});
+    }
+    json!({
+        "flows": h.len(),
+        "mean": h.mean() / 1e3,
+        "p50": us(h.value_at_quantile(0.5)),
+        "p99": us(h.value_at_quantile(0.99)),
+        "max": us(h.max()),
+    })
 }
 
 impl Service for Fastpass {
