@@ -520,7 +520,11 @@ pub fn pulser(r: &Value, v: &mut Verdicts) {
 pub fn sdn_ecn(r: &Value, v: &mut Verdicts) {
     const PAPER: &str = "SDN ECN controller (thesis): interactive flows finish sooner than \
         under CUBIC, RED and switch ECN, without giving up throughput";
-    for (t, _) in each(r, &["interactive_fct_s", "*"]) {
+    // The thesis's set-ups (one-switch-3-long is ours).
+    for (t, _) in each(r, &["interactive_fct_s", "*"])
+        .into_iter()
+        .filter(|(t, _)| ["one-switch", "dumbbell", "multi-hop"].contains(t))
+    {
         let fct = |s: &str| at(r, &["interactive_fct_s", t, s, "mean"]);
         let best_other = min_max(["cubic", "red", "ecn"].map(fct)).map(|x| x.0);
         v.claim(
@@ -602,7 +606,13 @@ pub fn fastpass(r: &Value, v: &mut Verdicts) {
             );
         }
     }
-    for s in ["fastpass-guard", "dctcp", "expresspass"] {
+    for s in [
+        "fastpass-guard",
+        "fastpass-guard-b8",
+        "fastpass-guard-b16",
+        "dctcp",
+        "expresspass",
+    ] {
         for (l, done) in each(r, &["flows_completed", s, "*"]) {
             v.check(
                 format!("all-flows-complete/{s}/{l}"),

@@ -1,11 +1,14 @@
-//! `sdn-ecn`: the SDN ECN controller of the central-control thesis ("Prioritising Interactive Flows in Data Center Networks With Central Control", arXiv:2402.00870) on
-//! its three set-ups at 100 Mb/s: one switch with three senders and one receiver, a
-//! two-switch dumbbell with three pairs, and a multi-hop chain of seven switches (six
-//! bottlenecks in series). Long-lived CUBIC flows plus a 2 MB interactive flow repeated 30
-//! times; CUBIC on drop-tail, CUBIC on RED (drop), CUBIC with ECN marking by RED at the
-//! switch, and CUBIC with ECN marked only by the controller's rules; our own variant with
-//! rules that last 100 ms instead of 1 s. Per-flow and total throughput, interactive FCT (mean and
-//! standard deviation), drops and marks.
+//! `sdn-ecn`: the SDN ECN controller of the central-control thesis ("Prioritising
+//! Interactive Flows in Data Center Networks With Central Control", arXiv:2402.00870) on
+//! its set-ups at 100 Mb/s: one switch (two long flows into one receiver and the
+//! interactive flow from a third sender; and ours, three long flows), a two-switch dumbbell
+//! with three pairs, and a multi-hop chain of seven switches (six bottlenecks in series;
+//! its flow layout ours). Long-lived CUBIC flows plus a 2 MB interactive flow repeated 30
+//! times; CUBIC on drop-tail, CUBIC on RED (drop) and with ECN marking by RED at the switch,
+//! both with Mininet's RED parameters as the thesis ran them, and CUBIC with ECN marked
+//! only by the controller's rules; our variants: rules that last 100 ms instead of 1 s, and
+//! RED with the tc-red(8) example's parameters. Per-flow and total throughput, interactive
+//! FCT (mean and standard deviation), drops and marks.
 
 use dcsim::controller::{ControllerSpec, SdnEcnConfig};
 use dcsim::engine::{Dur, Rate};
@@ -24,17 +27,27 @@ use crate::common::{Ctx, Panel, Plot, RunSpec, put, to_series};
 /// The thesis's set-ups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Topo {
+    /// The thesis's: two long flows into one receiver, the interactive flow from a third
+    /// sender.
     OneSwitch,
+    /// Ours, as run before: three long flows, the interactive flow beside the first.
+    OneSwitchThreeLong,
     Dumbbell,
     MultiHop,
 }
 
-const TOPOS: [Topo; 3] = [Topo::OneSwitch, Topo::Dumbbell, Topo::MultiHop];
+const TOPOS: [Topo; 4] = [
+    Topo::OneSwitch,
+    Topo::OneSwitchThreeLong,
+    Topo::Dumbbell,
+    Topo::MultiHop,
+];
 
 impl Topo {
     fn key(self) -> &'static str {
         match self {
             Self::OneSwitch => "one-switch",
+            Self::OneSwitchThreeLong => "one-switch-3-long",
             Self::Dumbbell => "dumbbell",
             Self::MultiHop => "multi-hop",
         }
@@ -46,7 +59,7 @@ impl Topo {
             delay: Dur::from_us(LINK_DELAY_US),
         });
         match self {
-            Self::OneSwitch => TopologySpec::Star(StarSpec {
+            Self::OneSwitch | Self::OneSwitchThreeLong => TopologySpec::Star(StarSpec {
                 hosts: Some(4),
                 host_link: link,
             }),
@@ -63,12 +76,13 @@ impl Topo {
         }
     }
 
-    /// The long-lived flows `(src, dst)`; the interactive flow runs from the first one's
-    /// source to its destination.
+    /// The long-lived flows `(src, dst)`.
     fn long_flows(self) -> Vec<(u32, u32)> {
         match self {
+            // Hosts 0 and 1 send to host 3.
+            Self::OneSwitch => vec![(0, 3), (1, 3)],
             // Hosts 0-2 send to host 3.
-            Self::OneSwitch => vec![(0, 3), (1, 3), (2, 3)],
+            Self::OneSwitchThreeLong => vec![(0, 3), (1, 3), (2, 3)],
             // Left hosts 0-2 to right hosts 3-5.
             Self::Dumbbell => vec![(0, 3), (1, 4), (2, 5)],
             // Host 0 to host 1 across every link, and one flow on each link alone.
@@ -77,9 +91,19 @@ impl Topo {
                 .collect(),
         }
     }
+
+    /// The interactive flow's `(src, dst)`: from the third sender on one switch, else
+    /// beside the first long flow.
+    fn interactive(self) -> (u32, u32) {
+        match self {
+            Self::OneSwitch => (2, 3),
+            _ => self.long_flows()[0],
+        }
+    }
 }
 
-/// The schemes: the thesis's four, and ours: the controller with a 100 ms hard timeout.
+/// The schemes: the thesis's four (RED with Mininet's parameters), and ours: the
+/// controller with a 100 ms hard timeout, and RED with the tc-red(8) example's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scheme {
     Cubic,
@@ -87,14 +111,18 @@ enum Scheme {
     Ecn,
     Controller,
     ControllerShort,
+    RedTcExample,
+    EcnTcExample,
 }
 
-const SCHEMES: [Scheme; 5] = [
+const SCHEMES: [Scheme; 7] = [
     Scheme::Cubic,
     Scheme::Red,
     Scheme::Ecn,
     Scheme::Controller,
     Scheme::ControllerShort,
+    Scheme::RedTcExample,
+    Scheme::EcnTcExample,
 ];
 
 impl Scheme {
@@ -105,10 +133,12 @@ impl Scheme {
             Self::Ecn => "ecn",
             Self::Controller => "controller",
             Self::ControllerShort => "controller-100ms",
+            Self::RedTcExample => "red-tc-example",
+            Self::EcnTcExample => "ecn-tc-example",
         }
     }
     fn ecn(self) -> bool {
-        !matches!(self, Self::Cubic | Self::Red)
+        !matches!(self, Self::Cubic | Self::Red | Self::RedTcExample)
     }
 }
 
@@ -127,9 +157,24 @@ const INTERACTIVE_BYTES: u64 = 2_000_000;
 const FIRST_S: f64 = 10.0;
 const EVERY_S: f64 = 3.5;
 
-/// RED as the tc-red(8) manual's example configures it (min 30 KB, max 90 KB, max_p 0.02,
-/// limit 400 KB), over the same 1000-packet queue (ours: the thesis's values are not in our
-/// sources).
+/// RED as Mininet's links configure it (`enable_red` / `enable_ecn` of TCLink: `red limit
+/// 1000000 min 30000 max 35000 avpkt 1500 burst 20 probability 1`), which the thesis used:
+/// tc's EWMA weight for that burst is 2^-1 (iproute2's tc_red_eval_ewma), marking ramps to
+/// certainty over 5 KB, and the queue holds 1 MB.
+fn mininet_red(ecn: bool) -> QdiscSpec {
+    QdiscSpec::Red(RedConfig {
+        buffer: Amount::Bytes(1_000_000),
+        min_th: Amount::Bytes(30_000),
+        max_th: Amount::Bytes(35_000),
+        max_p: 1.0,
+        weight: 0.5,
+        ecn,
+        ..RedConfig::default()
+    })
+}
+
+/// RED as the tc-red(8) manual's example configures it (min 30 KB, max 90 KB, max_p 0.02),
+/// over the same 1000-packet queue (ours).
 fn red(ecn: bool) -> QdiscSpec {
     QdiscSpec::Red(RedConfig {
         buffer: Amount::Packets(QUEUE_PKTS),
@@ -159,8 +204,10 @@ fn scenario(t: Topo, s: Scheme, duration: Dur, reps: u32) -> ScenarioSpec {
     });
     sc.nic = Some(droptail.clone());
     sc.queue = Some(match s {
-        Scheme::Red => red(false),
-        Scheme::Ecn => red(true),
+        Scheme::Red => mininet_red(false),
+        Scheme::Ecn => mininet_red(true),
+        Scheme::RedTcExample => red(false),
+        Scheme::EcnTcExample => red(true),
         _ => droptail,
     });
     sc.transport = tcp(s.ecn());
@@ -182,7 +229,7 @@ fn scenario(t: Topo, s: Scheme, duration: Dur, reps: u32) -> ScenarioSpec {
         .iter()
         .map(|&(src, dst)| build::flow(src, dst, Dur::ZERO))
         .collect();
-    let (src, dst) = long[0];
+    let (src, dst) = t.interactive();
     for i in 0..reps {
         sc.flows.push(FlowEntry {
             size: FlowSize(Some(INTERACTIVE_BYTES)),
@@ -302,20 +349,25 @@ pub fn sdn_ecn(ctx: &Ctx) -> Result<Value, String> {
         json!({
             "links": format!("{LINK_MBPS} Mb/s, {LINK_DELAY_US} us per link (delay ours)"),
             "topologies": {
-                "one-switch": "star: hosts 0-2 send to host 3",
+                "one-switch": "star (the thesis's): hosts 0 and 1 send long flows to host 3, host 2 the interactive flow",
+                "one-switch-3-long": "star (ours): hosts 0-2 send long flows to host 3, the interactive flow from host 0",
                 "dumbbell": "3 pairs across two switches: left i to right 3+i",
                 "multi-hop": format!("parking lot of {} switches ({HOPS} bottlenecks in series): \
                     host 0 to host 1 across all, one flow on each link alone", HOPS + 1),
             },
             "queues": format!("drop-tail {QUEUE_PKTS} packets on switches and NICs (Linux \
-                txqueuelen, Mininet); red / ecn: RED over the same queue, min 30 KB, max 90 KB, \
-                max_p 0.02, w_q 0.002 (the tc-red(8) example; ours)"),
+                txqueuelen, Mininet); red / ecn: Mininet's TCLink RED (limit 1,000,000 B, min \
+                30,000 B, max 35,000 B, probability 1, burst 20 with avpkt 1500: w_q 2^-1 as tc \
+                computes it), drop or ECN mark; red-tc-example / ecn-tc-example (ours): RED \
+                over the {QUEUE_PKTS}-packet queue, min 30 KB, max 90 KB, max_p 0.02, w_q 0.002 \
+                (the tc-red(8) example)"),
             "tcp": "CUBIC (C 0.4, beta 0.7) with HyStart, profile linux (SACK, RACK-TLP, PRR, \
                 Linux's delayed ACKs, 6 MB receive buffer), min RTO 200 ms, initial RTO 1 s; \
                 ECN on for ecn and the controller",
             "long_flows": "from 0 s to the end",
-            "interactive": format!("{INTERACTIVE_BYTES} B from the first long flow's source to its \
-                destination, {reps} times, at {FIRST_S} s + {EVERY_S} s x i (spacing ours)"),
+            "interactive": format!("{INTERACTIVE_BYTES} B from host 2 to host 3 on one switch, \
+                beside the first long flow elsewhere, {reps} times, at {FIRST_S} s + {EVERY_S} s \
+                x i (spacing ours)"),
             "interactive_flows_per_run": reps,
             "duration_s": secs,
             "controller": {
