@@ -573,6 +573,49 @@ pub fn sdn_ecn(r: &Value, v: &mut Verdicts) {
     );
 }
 
+/// `pulser-testbed`.
+pub fn pulser_testbed(r: &Value, v: &mut Verdicts) {
+    const PAPER: &str = "Pulser (2019), testbed: Pulser cuts both the mean and the tail of \
+        the short flows' completion times against DCTCP and raises the long flow's throughput";
+    for (stat, what) in [("mean", "mean"), ("p99", "99th percentile")] {
+        v.claim(
+            format!("short-{stat}-cut"),
+            PAPER,
+            format!("100 KB flows' {what} FCT, Pulser over DCTCP"),
+            ratio(
+                at(r, &["short_fct_s", "pulser", stat]),
+                at(r, &["short_fct_s", "dctcp", stat]),
+            ),
+            Bound::AtMost(1.0),
+        );
+    }
+    v.claim(
+        "long-tput-raised",
+        PAPER,
+        "the 40 MB flow's throughput, Pulser over DCTCP",
+        ratio(
+            at(r, &["long_tput_mbps", "pulser"]),
+            at(r, &["long_tput_mbps", "dctcp"]),
+        ),
+        Bound::AtLeast(1.0),
+    );
+    let bursts = at(r, &["parameters", "short_flows"]).unwrap_or(f64::INFINITY);
+    for (s, done) in each(r, &["short_flows_completed", "*"]) {
+        v.check(
+            format!("short-flows-finish/{s}"),
+            format!("{s}: 100 KB flows finished"),
+            done,
+            Bound::AtLeast(bursts),
+        );
+        v.check(
+            format!("long-flow-finishes/{s}"),
+            format!("{s}: the long flow's throughput, Mb/s (0 if it did not finish)"),
+            at(r, &["long_tput_mbps", s]),
+            Bound::AtLeast(1.0),
+        );
+    }
+}
+
 /// `fastpass-zero-queue`.
 pub fn fastpass(r: &Value, v: &mut Verdicts) {
     const PAPER: &str = "Fastpass (SIGCOMM 2014): with the arbiter allocating every slot \

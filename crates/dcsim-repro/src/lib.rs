@@ -17,6 +17,7 @@ mod fastpass;
 mod fattree;
 mod oracle;
 mod pulser;
+mod pulser_testbed;
 mod sdn;
 pub mod table;
 mod verdict;
@@ -119,6 +120,14 @@ pub const EXPERIMENTS: &[Experiment] = &[
             DCTCP, ICTCP, Pulser, Ideal: short-flow FCT, long-flow throughput, one incast episode",
         run: pulser::pulser_leafspine,
         judge: claims::pulser,
+    },
+    Experiment {
+        name: "pulser-testbed",
+        description: "the Pulser testbed: 16 senders at 50 Mb/s into one aggregator, bursts of \
+            100 KB flows from 15 and a 40 MB flow from one; DCTCP, Pulser, ICTCP: short-flow \
+            FCT, long-flow throughput",
+        run: pulser_testbed::pulser_testbed,
+        judge: claims::pulser_testbed,
     },
     Experiment {
         name: "fastpass-zero-queue",
