@@ -192,6 +192,44 @@ fn classes(r: &Results) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     (short, incast, long_gbps)
 }
 
+/// The share of short flows (8–32 KB) whose receiver was also receiving an incast response
+/// at some moment of the short flow's life: the short flows an incast could slow down.
+/// `flows` are a run's flows after flow 0 (the observed long flow).
+fn incast_exposure(flows: &[dcsim::metrics::FlowRow]) -> f64 {
+    let mut busy: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    for f in flows {
+        if let (Some(RESPONSE), Some(end)) = (f.size_bytes, f.end_ns) {
+            busy.entry(f.dst).or_default().push((f.start_ns, end));
+        }
+    }
+    // Per receiver, the response intervals merged into disjoint ones, in order.
+    for v in busy.values_mut() {
+        v.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+        for &(a, b) in v.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *v = merged;
+    }
+    let (mut short, mut met) = (0u64, 0u64);
+    for f in flows {
+        let (Some(8_000..=32_000), Some(end)) = (f.size_bytes, f.end_ns) else {
+            continue;
+        };
+        short += 1;
+        let meets = busy.get(&f.dst).is_some_and(|v| {
+            // The first interval ending after the flow starts: does it begin before it ends?
+            let i = v.partition_point(|&(_, b)| b <= f.start_ns);
+            v.get(i).is_some_and(|&(a, _)| a < end)
+        });
+        met += u64::from(meets);
+    }
+    met as f64 / short.max(1) as f64
+}
+
 /// `pulser-leafspine`.
 pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
     let loads: Vec<u32> = ctx.pick(vec![60], vec![20, 40, 60, 80]);
@@ -251,6 +289,18 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
                 pct(&mut short, 0.999),
             );
             put(&mut out, &["short_flows", sk, &lk], short.len());
+            put(
+                &mut out,
+                &["short_flows_meeting_incast", sk, &lk],
+                incast_exposure(&r.flows[1..]),
+            );
+            // The short-flow tail with the incast responses counted among the short flows.
+            let mut both: Vec<f64> = short.iter().chain(&incast).copied().collect();
+            put(
+                &mut out,
+                &["short_and_incast_fct_us", sk, &lk, "p99"],
+                pct(&mut both, 0.99),
+            );
             let timeouts: u64 = r
                 .flows
                 .iter()
@@ -379,8 +429,58 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
                 egress ports of its route, recomputed at every start and completion (no \
                 window: the episode's window panel has no ideal series)",
             "flow_classes": "by size: 8-32 KB short, 64 KB incast responses, 1 MB long",
+            "short_flows_meeting_incast": "the share of short flows whose receiver was also \
+                receiving an incast response during the short flow's life",
+            "short_and_incast_fct_us": "the p99 of short flows and incast responses together",
             "seed": 1,
         }),
     );
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use dcsim::metrics::{Counters, FlowRow};
+
+    use super::*;
+
+    fn row(dst: u32, size: u64, start_ns: u64, end_ns: u64) -> FlowRow {
+        FlowRow {
+            flow_id: 0,
+            src: 99,
+            dst,
+            transport: "tcp".into(),
+            size_bytes: Some(size),
+            start_ns,
+            end_ns: Some(end_ns),
+            fct_ns: Some(end_ns - start_ns),
+            ideal_fct_ns: None,
+            slowdown: None,
+            delivered_bytes: size,
+            window_goodput_gbps: 0.0,
+            retransmits: 0,
+            measured: true,
+            counters: Counters::default(),
+        }
+    }
+
+    /// A short flow meets an incast when a response to its receiver is in flight at some
+    /// moment of its life: overlapping, not merely touching, and at its own receiver.
+    #[test]
+    fn short_flows_meet_an_incast_only_at_their_receiver_while_it_lasts() {
+        let flows = [
+            row(1, RESPONSE, 100, 200),
+            row(1, RESPONSE, 150, 300),
+            row(2, RESPONSE, 1_000, 2_000),
+            row(1, 10_000, 250, 260),        // inside the merged 100-300
+            row(1, 10_000, 300, 400),        // starts as the last response ends
+            row(1, 20_000, 50, 101),         // ends just after one begins
+            row(2, 30_000, 500, 999),        // before its receiver's response
+            row(3, 8_000, 100, 2_000),       // a receiver without responses
+            row(2, 1_000_000, 1_500, 1_600), // a long flow does not count
+        ];
+        let share = incast_exposure(&flows);
+        assert!((share - 2.0 / 5.0).abs() < 1e-12, "{share}");
+        assert!(incast_exposure(&[]).abs() < 1e-12);
+    }
 }
