@@ -5,14 +5,15 @@ The standing check of dcsim's ExpressPass against the code the papers' curves ca
 one long flow on a 2-pair dumbbell, a second joins at 2 ms, base RTT 100 us (host links
 20 us, bottleneck 10 us), 10 and 100 Gb/s, initial credit rate alpha = 1 (the paper era's
 code) and 0.5 (today's). The authors' code runs its own feedback law, which dcsim calls
-`code`; dcsim's side is its `xpass-convergence` experiment (`expresspass-code-alpha1` and
-`expresspass-code`), read from a result.json.
+`code`; dcsim's side is its `xpass-convergence` experiment's own scenarios
+(`expresspass-code-alpha1` and `expresspass-code`), run over as many seeds.
 
     # Debian: build-essential tcl8.6-dev tk8.6-dev libotcl1-dev libtclcl1-dev tclcl
     #         otcl-shells libx11-dev libxt-dev libxmu-dev
     python3 validation/xpass_ns2.py --clone PATH/TO/ns2-xpass(.git)
-        [--work target/ns2-xpass] [--seeds 5] [--dcsim-result docs/results/xpass-convergence.json]
-        [--json out.json]
+        [--work target/ns2-xpass] [--seeds 20] [--dcsim target/release/dcsim] [--json out.json]
+
+The 160 runs of 20 seeds take about a minute once ns-2 is built (about 2 minutes).
 
 What it does:
 1. Exports the clone's `master` into WORK/src (two data blobs that a bare clone may lack
@@ -30,9 +31,12 @@ What it does:
    does: the first bin wholly after the join in which both flows are within 10 % of the
    fair share (half the lone flow's goodput over the millisecond before the join), and the
    first from which they stay there (5-RTT trailing average), in RTTs.
+4. Runs dcsim's twins, the scenarios `dcsim repro xpass-convergence` writes (run once into
+   WORK/dcsim-repro), with seeds 1..N, and measures them the same way from their goodput
+   series.
 
-It prints a Markdown table: per speed and alpha, the RTTs to converge of each seed and their
-median, ns-2 beside dcsim.
+It prints a Markdown table: per speed and alpha, the median and range over the seeds of the
+RTTs to reach the fair share and to stay there, ns-2 beside dcsim.
 """
 
 from __future__ import annotations
@@ -229,38 +233,70 @@ def run_ns2(ns: Path, template: str, work: Path, gbps: int, alpha: float, seed: 
             "single_flow_gbps": round(2 * fair, 3)}
 
 
+def dcsim_twin(dcsim: Path, work: Path, gbps: int, key: str, seed: int) -> dict:
+    """dcsim's own scenario of the experiment for this speed and alpha, with `seed`."""
+    repro = work / "dcsim-repro"
+    if not (repro / "result.json").exists():
+        print("running dcsim repro xpass-convergence for its scenarios", file=sys.stderr)
+        sh([str(dcsim), "repro", "xpass-convergence", "--out", str(repro)])
+    scenario = repro / "runs" / f"{key}-{gbps}g-s1" / "scenario.toml"
+    out = work / "dcsim-runs" / f"{key}-{gbps}g-s{seed}"
+    sh([str(dcsim), "run", str(scenario), "--seed", str(seed), "--out", str(out), "--quiet"])
+    series: dict[str, list[tuple[float, float]]] = {}
+    with open(out / "timeseries.csv") as f:
+        next(f)
+        for line in f:
+            t, kind, fid, v = line.rstrip("\n").split(",")
+            if kind == "throughput_gbps":
+                series.setdefault(fid, []).append((int(t) / 1e3, float(v)))
+    a, b = sorted(series["0"]), sorted(series["1"])
+    join_us = JOIN_MS * 1e3
+    lone = [v for t, v in a if join_us / 2 < t <= join_us]
+    fair = statistics.fmean(lone) / 2 if lone else 0.0
+    rtts = lambda us: None if us is None else round(us / RTT_US, 1)  # noqa: E731
+    return {"reached_rtts": rtts(first_within(a, b, join_us, fair)),
+            "sustained_rtts": rtts(sustained(a, b, join_us, fair)),
+            "single_flow_gbps": round(2 * fair, 3)}
+
+
 def fmt(xs: list) -> str:
-    shown = ", ".join("never" if x is None else f"{x:g}" for x in xs)
-    done = [x for x in xs if x is not None]
-    med = f"{statistics.median(done):g}" if len(done) == len(xs) and done else "—"
-    return f"{med} ({shown})"
+    """Median (range) over the seeds; a seed that never converges counts as the longest."""
+    done = sorted(x for x in xs if x is not None)
+    never = len(xs) - len(done)
+    if not done or never * 2 >= len(xs):
+        return f"— ({never} of {len(xs)} never)"
+    ranked = done + [float("inf")] * never
+    med = statistics.median(ranked)
+    hi = "never" if never else f"{done[-1]:g}"
+    return f"{med:g} ({done[0]:g}–{hi})"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clone", type=Path, required=True, help="a clone (bare or not) of kaist-ina/ns2-xpass")
     ap.add_argument("--work", type=Path, default=REPO / "target" / "ns2-xpass")
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--dcsim-result", type=Path, default=REPO / "docs" / "results" / "xpass-convergence.json",
-                    help="dcsim's xpass-convergence result.json (full form)")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--dcsim", type=Path, default=REPO / "target" / "release" / "dcsim")
     ap.add_argument("--json", type=Path, help="write every figure here")
     a = ap.parse_args()
-    ns = build(a.clone.resolve(), a.work.resolve())
-    template = (a.work / "src" / "scripts" / "dumbell-topology.tcl").read_text()
-    dc = json.loads(a.dcsim_result.read_text())
+    if not a.dcsim.exists():
+        sys.exit(f"error: no dcsim at {a.dcsim}; build it (cargo build --release -p dcsim-cli) or give --dcsim")
+    work = a.work.resolve()
+    ns = build(a.clone.resolve(), work)
+    template = (work / "src" / "scripts" / "dumbell-topology.tcl").read_text()
+    seeds = range(1, a.seeds + 1)
     rows, out = [], {}
     for gbps in [10, 100]:
         for alpha, key in [(1.0, "expresspass-code-alpha1"), (0.5, "expresspass-code")]:
-            runs = [run_ns2(ns, template, a.work.resolve(), gbps, alpha, s) for s in range(1, a.seeds + 1)]
-            ours = dc["convergence_rtts_per_seed"][key][str(gbps)]
-            out[f"{gbps}g-alpha{alpha}"] = {"ns2": runs, "dcsim_reached_rtts": ours,
-                                           "dcsim_sustained_rtts_mean": dc["convergence_rtts_sustained"][key][str(gbps)]}
-            rows.append(f"| {gbps} Gb/s | {alpha:g} | {fmt([r['reached_rtts'] for r in runs])} | {fmt(ours)} | "
-                        f"{fmt([r['sustained_rtts'] for r in runs])} | "
-                        f"{dc['convergence_rtts_sustained'][key][str(gbps)] or '—'} (mean) |")
-            print(f"{gbps} Gb/s alpha {alpha:g}: ns-2 {runs}", file=sys.stderr)
-    print("| link | alpha | ns-2: RTTs to reach the share, median (seeds) | dcsim | "
-          "ns-2: RTTs to stay | dcsim |")
+            theirs = [run_ns2(ns, template, work, gbps, alpha, s) for s in seeds]
+            ours = [dcsim_twin(a.dcsim.resolve(), work, gbps, key, s) for s in seeds]
+            out[f"{gbps}g-alpha{alpha}"] = {"ns2": theirs, "dcsim": ours}
+            col = lambda rs, k: fmt([r[k] for r in rs])  # noqa: E731
+            rows.append(f"| {gbps} Gb/s | {alpha:g} | {col(theirs, 'reached_rtts')} | {col(ours, 'reached_rtts')} | "
+                        f"{col(theirs, 'sustained_rtts')} | {col(ours, 'sustained_rtts')} |")
+            print(f"{gbps} Gb/s alpha {alpha:g} done", file=sys.stderr)
+    print(f"RTTs after the join, median (range) over {a.seeds} seeds:")
+    print("| link | alpha | ns-2: to reach the share | dcsim | ns-2: to stay within 10 % | dcsim |")
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
     if a.json:
