@@ -759,6 +759,58 @@ mod tests {
         assert_eq!(failed, ["no-data-loss/websearch/10g/expresspass-head"]);
     }
 
+    /// The testbed's checks fail on a long flow that never finished and on short flows
+    /// missing; its claims read Pulser against DCTCP in the paper's direction.
+    #[test]
+    fn the_pulser_testbed_judge_fails_unfinished_flows() {
+        let r = json!({"parameters": {"short_flows": 45},
+            "short_fct_s": {"dctcp": {"mean": 0.3, "p99": 0.4}, "pulser": {"mean": 0.2, "p99": 0.5}},
+            "short_flows_completed": {"dctcp": 45, "pulser": 44},
+            "long_tput_mbps": {"dctcp": 30.0, "pulser": 0.0}});
+        let mut v = Verdicts::default();
+        pulser_testbed(&r, &mut v);
+        let failed: Vec<_> = v.failed().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            failed,
+            ["short-flows-finish/pulser", "long-flow-finishes/pulser"]
+        );
+        let verdicts: Vec<_> = v
+            .claims
+            .iter()
+            .map(|c| Verdicts::verdict(c, false).text())
+            .collect();
+        assert_eq!(verdicts, ["REPRODUCED", "DIFFERS", "DIFFERS"]);
+    }
+
+    /// The paper's RCP statements are read at the fewest flows from 32 and above 256.
+    #[test]
+    fn rcp_claims_read_the_flow_counts_the_paper_names() {
+        let r = json!({
+            "data_drops": {"rcp": {"16": 0, "64": 3, "256": 9}},
+            "utilization": {"rcp": {"16": 1.0, "256": 1.0, "1024": 0.8, "2048": 0.85}}});
+        let mut v = Verdicts::default();
+        flow_scalability(&r, &mut v);
+        let rcp: Vec<_> = v
+            .claims
+            .iter()
+            .filter(|c| c.id.starts_with("rcp-"))
+            .map(|c| {
+                (
+                    c.id.as_str(),
+                    c.measured,
+                    Verdicts::verdict(c, false).text(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rcp,
+            [
+                ("rcp-drops-from-32", 3.0, "REPRODUCED"),
+                ("rcp-underuses-beyond-256", 0.85, "REPRODUCED")
+            ]
+        );
+    }
+
     #[test]
     fn dx_zero_median_is_an_unbounded_ratio() {
         let r = json!({"queue_delay_us": {

@@ -274,6 +274,28 @@ pub fn put(root: &mut Value, path: &[&str], v: impl Into<Value>) {
     }
 }
 
+/// Nearest-rank percentile `q` of the sorted `xs` (0 for none).
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// Nearest-rank percentile `q` of `xs`, which it sorts (0 for none).
+pub fn percentile(xs: &mut [f64], q: f64) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    nearest_rank(xs, q)
+}
+
+/// Retransmission timeouts over a run's TCP flows.
+pub fn timeouts(r: &Results) -> u64 {
+    r.flows
+        .iter()
+        .filter_map(|f| f.counters.get("timeouts"))
+        .sum()
+}
+
 /// Mean of a slice (0 for empty).
 pub fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {

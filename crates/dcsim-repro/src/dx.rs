@@ -18,7 +18,7 @@ use dcsim::{Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build::{self, Pairs};
-use crate::common::{Ctx, Panel, Plot, RunSpec, k, put, to_series};
+use crate::common::{Ctx, Panel, Plot, RunSpec, k, nearest_rank, put, to_series};
 
 /// The schemes compared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,15 +114,6 @@ fn delays_us(r: &Results, gbps: u64) -> Vec<f64> {
         .collect();
     d.sort_by(f64::total_cmp);
     d
-}
-
-/// Nearest-rank percentile `q` of sorted `xs` (0 for none).
-fn pct(xs: &[f64], q: f64) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    let i = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1;
-    xs[i]
 }
 
 fn utilization(r: &Results) -> f64 {
@@ -230,7 +221,11 @@ pub fn dx_queue(ctx: &Ctx) -> Result<Value, String> {
     let mut pts: BTreeMap<(u64, &str, &str), Points> = BTreeMap::new();
     for (&(s, g, n), r) in cases.iter().zip(main) {
         let d = delays_us(r, g);
-        let (p50, p99, u) = (pct(&d, 0.5), pct(&d, 0.99), utilization(r));
+        let (p50, p99, u) = (
+            nearest_rank(&d, 0.5),
+            nearest_rank(&d, 0.99),
+            utilization(r),
+        );
         let mean = d.iter().sum::<f64>() / d.len().max(1) as f64;
         let (sk, gk, nk) = (s.key(), k(g), k(n));
         put(&mut out, &["queue_delay_us", sk, &gk, &nk, "mean"], mean);
@@ -278,7 +273,7 @@ pub fn dx_queue(ctx: &Ctx) -> Result<Value, String> {
     let mut sens_pts: BTreeMap<(&str, &str), Vec<(f64, f64)>> = BTreeMap::new();
     for (&(variant, key, v), r) in sens.iter().zip(noisy) {
         let d = delays_us(r, sens_g);
-        let (p50, u) = (pct(&d, 0.5), utilization(r));
+        let (p50, u) = (nearest_rank(&d, 0.5), utilization(r));
         let vk = format!("{v}");
         let section = if variant == "dx" {
             "sensitivity"
@@ -290,7 +285,7 @@ pub fn dx_queue(ctx: &Ctx) -> Result<Value, String> {
         put(
             &mut out,
             &[section, key, &vk, "queue_delay_us_p99"],
-            pct(&d, 0.99),
+            nearest_rank(&d, 0.99),
         );
         sens_rows.push(vec![
             variant.to_string(),

@@ -22,7 +22,7 @@ use dcsim::{GeneratorEntry, Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build;
-use crate::common::{Ctx, Panel, Plot, RunSpec, k, put, series, to_series};
+use crate::common::{Ctx, Panel, Plot, RunSpec, k, percentile, put, series, timeouts, to_series};
 
 /// The schemes: key and what runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,15 +165,6 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
     sc
 }
 
-/// Percentile `p` of `xs` (sorted here), or 0 for none.
-fn pct(xs: &mut [f64], p: f64) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    xs.sort_by(f64::total_cmp);
-    xs[((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1]
-}
-
 /// Short background flows (8–32 KB) and incast responses are told apart by size; long
 /// flows are the 1 MB ones.
 fn classes(r: &Results) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
@@ -276,17 +267,17 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             put(
                 &mut out,
                 &["short_fct_us", sk, &lk, "p50"],
-                pct(&mut short, 0.5),
+                percentile(&mut short, 0.5),
             );
             put(
                 &mut out,
                 &["short_fct_us", sk, &lk, "p99"],
-                pct(&mut short, 0.99),
+                percentile(&mut short, 0.99),
             );
             put(
                 &mut out,
                 &["short_fct_us", sk, &lk, "p999"],
-                pct(&mut short, 0.999),
+                percentile(&mut short, 0.999),
             );
             put(&mut out, &["short_flows", sk, &lk], short.len());
             put(
@@ -299,23 +290,18 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             put(
                 &mut out,
                 &["short_and_incast_fct_us", sk, &lk, "p99"],
-                pct(&mut both, 0.99),
+                percentile(&mut both, 0.99),
             );
-            let timeouts: u64 = r
-                .flows
-                .iter()
-                .filter_map(|f| f.counters.get("timeouts"))
-                .sum();
-            put(&mut out, &["timeouts", sk, &lk], timeouts);
+            put(&mut out, &["timeouts", sk, &lk], timeouts(r));
             put(
                 &mut out,
                 &["incast_fct_us", sk, &lk, "p50"],
-                pct(&mut incast, 0.5),
+                percentile(&mut incast, 0.5),
             );
             put(
                 &mut out,
                 &["incast_fct_us", sk, &lk, "p99"],
-                pct(&mut incast, 0.99),
+                percentile(&mut incast, 0.99),
             );
             put(&mut out, &["long_tput_gbps", sk, &lk], mean_long);
             put(
@@ -326,7 +312,7 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             if SCHEMES.contains(&s) {
                 p99.entry(sk)
                     .or_default()
-                    .push((f64::from(l), pct(&mut short, 0.99)));
+                    .push((f64::from(l), percentile(&mut short, 0.99)));
                 tput.entry(sk).or_default().push((f64::from(l), mean_long));
             }
         }
@@ -334,7 +320,7 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             put(
                 &mut out,
                 &["short_fct_us_degree", sk, &k(d), "p99"],
-                pct(&mut short, 0.99),
+                percentile(&mut short, 0.99),
             );
         }
         if d == 24 && l == 60 && SCHEMES.contains(&s) {

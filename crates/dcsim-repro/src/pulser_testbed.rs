@@ -16,7 +16,7 @@ use dcsim::{GeneratorEntry, Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build;
-use crate::common::{Ctx, Panel, Plot, RunSpec, put};
+use crate::common::{Ctx, Panel, Plot, RunSpec, mean, percentile, put, timeouts};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scheme {
@@ -107,17 +107,6 @@ fn scenario(s: Scheme, bursts: u32, every: Dur, long_bytes: u64) -> ScenarioSpec
     sc
 }
 
-/// Mean and 99th percentile (nearest rank) of `xs`, 0 for none.
-fn mean_p99(xs: &mut [f64]) -> (f64, f64) {
-    if xs.is_empty() {
-        return (0.0, 0.0);
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    let p99 = xs[((0.99 * n as f64).ceil() as usize).clamp(1, n) - 1];
-    (xs.iter().sum::<f64>() / n as f64, p99)
-}
-
 /// Short-flow FCTs (s) and the long flow's throughput (Mb/s, 0 if it did not finish).
 fn measure(r: &Results, long_bytes: u64) -> (Vec<f64>, f64) {
     let short = r.flows[1..]
@@ -145,9 +134,10 @@ pub fn pulser_testbed(ctx: &Ctx) -> Result<Value, String> {
     let mut tput = Vec::new();
     for (i, (&s, r)) in SCHEMES.iter().zip(&results).enumerate() {
         let (mut short, long) = measure(r, long_bytes);
-        let (mean, p99) = mean_p99(&mut short);
+        let p99 = percentile(&mut short, 0.99);
+        let avg = mean(&short);
         let sk = s.key();
-        put(&mut out, &["short_fct_s", sk, "mean"], mean);
+        put(&mut out, &["short_fct_s", sk, "mean"], avg);
         put(&mut out, &["short_fct_s", sk, "p99"], p99);
         put(&mut out, &["short_flows_completed", sk], short.len());
         put(&mut out, &["long_tput_mbps", sk], long);
@@ -156,12 +146,7 @@ pub fn pulser_testbed(ctx: &Ctx) -> Result<Value, String> {
             &["drops", sk],
             r.summary["packets_dropped"].clone(),
         );
-        let timeouts: u64 = r
-            .flows
-            .iter()
-            .filter_map(|f| f.counters.get("timeouts"))
-            .sum();
-        put(&mut out, &["timeouts", sk], timeouts);
+        put(&mut out, &["timeouts", sk], timeouts(r));
         if let Some(ein) = r
             .summary
             .get("incast_notification")
@@ -170,7 +155,7 @@ pub fn pulser_testbed(ctx: &Ctx) -> Result<Value, String> {
             put(&mut out, &["incast_notification", sk], ein.clone());
         }
         let x = i as f64;
-        fct_mean.push((x, mean));
+        fct_mean.push((x, avg));
         fct_p99.push((x, p99));
         tput.push((x, long));
     }
