@@ -327,6 +327,10 @@ pub enum FatTreeScheme {
     /// DX with exact queueing-delay feedback, drop-tail switch ports
     /// (docs/protocols/dx.md).
     Dx,
+    /// DX as above, but a queueing delay up to one full frame's transmission time at the
+    /// link rate counts as none (ours: the paper's threshold was not available), so a
+    /// single collision does not stop a window's growth.
+    DxFrame,
 }
 
 impl FatTreeScheme {
@@ -338,6 +342,7 @@ impl FatTreeScheme {
             Self::Dctcp => "dctcp",
             Self::Hull => "hull",
             Self::Dx => "dx",
+            Self::DxFrame => "dx-frame-threshold",
         }
     }
 
@@ -379,10 +384,21 @@ impl FatTreeScheme {
                 s.nic = Some(drop_tail(nic));
                 s.transport = tcp_baseline(CcSpec::Hull(HullConfig::default()), gbps);
             }
-            Self::Dx => {
+            Self::Dx | Self::DxFrame => {
+                let threshold = if self == Self::DxFrame {
+                    Dur::from_ps(1538 * 8 * 1000 / gbps)
+                } else {
+                    Dur::ZERO
+                };
                 s.queue = Some(drop_tail(buffer));
                 s.nic = Some(drop_tail(nic));
-                s.transport = tcp_baseline(CcSpec::Dx(DxConfig::default()), gbps);
+                s.transport = tcp_baseline(
+                    CcSpec::Dx(DxConfig {
+                        threshold,
+                        ..DxConfig::default()
+                    }),
+                    gbps,
+                );
             }
         }
     }

@@ -60,23 +60,29 @@ pub fn convergence(r: &Value, v: &mut Verdicts) {
     const SLOW: &str = "ExpressPass (SIGCOMM 2017): converges up to 80 times faster than \
         DCTCP at 10 Gb/s, the gap growing with the link speed";
     const XPASS: &str = "expresspass-code-alpha1";
-    let rtts = |s: &str, g: &str| at(r, &["convergence_rtts", s, g]);
-    for g in ["10", "100"] {
-        v.claim(
-            format!("few-rtts/{g}g"),
-            FEW,
-            format!(
-                "RTTs until both flows stay within 10 % of the fair share, the code law from \
-                 α = 1 ({XPASS}), {g} Gb/s, mean over seeds"
-            ),
-            rtts(XPASS, g),
-            Bound::AtMost(5.0),
-        );
+    let rtts = |s: &str, g: &str| at(r, &["convergence_rtts_median", s, g]);
+    for (key, suffix, start) in [
+        (XPASS, "", "the code law from α = 1, as in 2017"),
+        ("expresspass-code", "/alpha0.5", "today's code (α = 0.5)"),
+    ] {
+        for g in ["10", "100"] {
+            v.claim(
+                format!("few-rtts/{g}g{suffix}"),
+                FEW,
+                format!(
+                    "RTTs until both flows are first within 10 % of the fair share (the \
+                     workshop paper's definition), {start} ({key}), {g} Gb/s, median over \
+                     seeds"
+                ),
+                rtts(key, g),
+                Bound::AtMost(5.0),
+            );
+        }
     }
     v.claim(
         "far-faster-than-dctcp/10g",
         SLOW,
-        format!("DCTCP's convergence time over ExpressPass's ({XPASS}), 10 Gb/s"),
+        format!("DCTCP's convergence time over ExpressPass's ({XPASS}), 10 Gb/s, medians"),
         ratio(rtts("dctcp", "10"), rtts(XPASS, "10")),
         Bound::AtLeast(10.0),
     );
@@ -671,31 +677,40 @@ pub fn fastpass(r: &Value, v: &mut Verdicts) {
 pub fn dx(r: &Value, v: &mut Verdicts) {
     const PAPER: &str = "DX (2017): 5.33× lower median queueing delay than DCTCP on a \
         1 Gb/s testbed and 1.6× at 10 Gb/s, at full utilization";
-    for (g, paper) in [("1", 5.33), ("10", 1.6)] {
-        let flows = numeric_keys(r, &["queue_delay_us", "dx", g]);
-        // A median of zero under DX is an unbounded ratio, not a missing one.
-        let ratios = flows.iter().map(|n| {
-            let get = |s: &str| at(r, &["queue_delay_us", s, g, n, "p50"]);
-            match (get("dx"), get("dctcp")) {
-                (Some(dx), Some(dc)) if dx == 0.0 && dc > 0.0 => Some(f64::INFINITY),
-                (dx, dc) => ratio(dc, dx),
-            }
-        });
-        v.claim(
-            format!("median-delay/{g}g"),
-            PAPER,
-            format!("DCTCP's median queueing delay over DX's, {g} Gb/s, lowest over flow counts"),
-            min_max(ratios).map(|x| x.0),
-            Bound::AtLeast(paper),
-        );
-        let util = flows.iter().map(|n| at(r, &["utilization", "dx", g, n]));
-        v.claim(
-            format!("full-utilization/{g}g"),
-            PAPER,
-            format!("DX's bottleneck utilization, {g} Gb/s, lowest over flow counts"),
-            min_max(util).map(|x| x.0),
-            Bound::AtLeast(0.95),
-        );
+    // The talk's conditions (measured timestamps) first; exact feedback as our series.
+    for (series, suffix, what) in [
+        ("dx-testbed", "", "DX (the talk's timestamps)"),
+        ("dx", "/exact", "DX (exact delay, ours)"),
+    ] {
+        for (g, paper) in [("1", 5.33), ("10", 1.6)] {
+            let flows = numeric_keys(r, &["queue_delay_us", series, g]);
+            // A median of zero under DX is an unbounded ratio, not a missing one.
+            let ratios = flows.iter().map(|n| {
+                let get = |s: &str| at(r, &["queue_delay_us", s, g, n, "p50"]);
+                match (get(series), get("dctcp")) {
+                    (Some(dx), Some(dc)) if dx == 0.0 && dc > 0.0 => Some(f64::INFINITY),
+                    (dx, dc) => ratio(dc, dx),
+                }
+            });
+            v.claim(
+                format!("median-delay/{g}g{suffix}"),
+                PAPER,
+                format!(
+                    "DCTCP's median queueing delay over that of {what}, {g} Gb/s, lowest \
+                     over flow counts"
+                ),
+                min_max(ratios).map(|x| x.0),
+                Bound::AtLeast(paper),
+            );
+            let util = flows.iter().map(|n| at(r, &["utilization", series, g, n]));
+            v.claim(
+                format!("full-utilization/{g}g{suffix}"),
+                PAPER,
+                format!("bottleneck utilization of {what}, {g} Gb/s, lowest over flow counts"),
+                min_max(util).map(|x| x.0),
+                Bound::AtLeast(0.95),
+            );
+        }
     }
     for (g, _) in each(r, &["queue_delay_us", "dx", "*"]) {
         v.check(
@@ -815,20 +830,20 @@ mod tests {
     fn dx_zero_median_is_an_unbounded_ratio() {
         let r = json!({"queue_delay_us": {
             "dx": {"10": {"2": {"p50": 0.0, "mean": 1.0}}},
+            "dx-testbed": {"10": {"2": {"p50": 0.0, "mean": 1.0}}},
             "dctcp": {"10": {"2": {"p50": 5.0, "mean": 10.0}}}},
-            "utilization": {"dx": {"10": {"2": 0.97}}}});
+            "utilization": {"dx": {"10": {"2": 0.97}}, "dx-testbed": {"10": {"2": 0.97}}}});
         let mut v = Verdicts::default();
         dx(&r, &mut v);
-        let c = v
-            .claims
-            .iter()
-            .find(|c| c.id == "median-delay/10g")
-            .unwrap();
-        assert!(c.measured.is_infinite());
-        assert_eq!(
-            Verdicts::verdict(c, false),
-            crate::verdict::Verdict::Reproduced
-        );
+        // Judged on the talk's conditions, with exact feedback as a second series.
+        for id in ["median-delay/10g", "median-delay/10g/exact"] {
+            let c = v.claims.iter().find(|c| c.id == id).unwrap();
+            assert!(c.measured.is_infinite(), "{id}");
+            assert_eq!(
+                Verdicts::verdict(c, false),
+                crate::verdict::Verdict::Reproduced
+            );
+        }
         assert_eq!(v.failed().count(), 0);
     }
 }

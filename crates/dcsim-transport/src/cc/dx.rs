@@ -11,7 +11,9 @@
 //!
 //! # Deviations
 //! - The paper's exact V (it adds headroom to the drain-in-one-RTT form) was not available
-//!   to us; V is a documented, pluggable function, `rtt` (V = T + Q) by default.
+//!   to us; V is a documented, pluggable function, `rtt` (V = T + Q) by default, and the
+//!   headroom is our reading: `headroom` segments cut beyond the drain, so that the next
+//!   round's +1 of every sender refills the room instead of rebuilding the queue.
 //! - Slow start is TCP's until the first ACK that reports queueing; loss and timeouts are
 //!   handled as in NewReno.
 
@@ -35,6 +37,9 @@ pub struct DxConfig {
     pub measurement: Measurement,
     /// Delays up to this count as no queueing (default 0: any queueing is congestion).
     pub threshold: Dur,
+    /// Segments each cut removes beyond the drain-in-one-RTT share (default 0), so that
+    /// the next round's one-segment increases do not rebuild the queue at once.
+    pub headroom: u32,
 }
 
 impl Default for DxConfig {
@@ -44,6 +49,7 @@ impl Default for DxConfig {
             estimator: Estimator::Mean,
             measurement: Measurement::Exact,
             threshold: Dur::ZERO,
+            headroom: 0,
         }
     }
 }
@@ -114,6 +120,10 @@ pub struct Timestamps {
     pub clock_drift_ppm: f64,
     /// Remove the drift (clocks kept in sync).
     pub drift_calibration: bool,
+    /// Tick of each end's timestamp clock (0: continuous): each end reads its clock
+    /// truncated to a tick, so a one-way delay is off by the difference of two
+    /// truncations, anywhere in (−tick, +tick). The residual error of hardware timestamps.
+    pub resolution: Dur,
 }
 
 impl DxConfig {
@@ -193,6 +203,14 @@ impl Dx {
                     let b = t.batch_interval.as_ps();
                     let at = arrival.as_ps();
                     err += Dur::from_ps(at.div_ceil(b) * b - at).as_secs_f64();
+                }
+                if t.resolution > Dur::ZERO {
+                    let tick = t.resolution.as_secs_f64();
+                    let (sent, read): (f64, f64) = (
+                        self.rng.random_range(0.0..1.0),
+                        self.rng.random_range(0.0..1.0),
+                    );
+                    err += (sent - read) * tick;
                 }
                 err += t.clock_offset.as_secs_f64();
                 if !t.drift_calibration {
@@ -306,7 +324,8 @@ impl CongestionControl for Dx {
             let t = a.min_rtt.as_secs_f64();
             let v = self.normalizer(q, t);
             let w = self.core.cwnd as f64 * (1.0 - q / v).max(0.0);
-            self.core.reduce_to(w as u64);
+            let room = u64::from(self.cfg.headroom) * a.mss;
+            self.core.reduce_to((w as u64).saturating_sub(room));
         } else if !slow_start && a.cwnd_limited {
             // DX: W ← W + 1 segment per RTT at zero queueing delay.
             self.core.cwnd += a.mss;
@@ -391,6 +410,71 @@ mod tests {
             "{} vs {expect}",
             out.cwnd_bytes
         );
+    }
+
+    /// A headroom of h segments cuts h segments more than the drain share, so that N
+    /// senders' next +1 refills the room: T = 100 µs, Q = 25 µs, W = 40 segments, h = 1:
+    /// 40·(1 − 25/125) − 1 = 31 segments (32 without headroom).
+    #[test]
+    fn dx_headroom_cuts_segments_beyond_the_drain() {
+        let cut = |headroom: u32| {
+            let mut d = driver(DxConfig {
+                headroom,
+                ..DxConfig::default()
+            });
+            d.rounds(3, Round::clean().with_queue_delay(Dur::ZERO));
+            d.cc.core.cwnd = 40 * 1460;
+            d.cc.core.ssthresh = d.cc.core.cwnd;
+            d.round(Round::clean().with_queue_delay(Dur::from_us(25)))
+                .cwnd_bytes
+        };
+        assert_eq!(cut(0), 32 * 1460);
+        assert_eq!(cut(1), 31 * 1460);
+        assert_eq!(cut(100), 2 * 1460, "never below the minimum window");
+    }
+
+    /// A timestamp clock of a coarse tick reads the same 3 µs queue as anything in
+    /// (3 − tick, 3 + tick) µs: the windows part from the exact mode's and stay within the
+    /// tick's reach. A threshold above the error restores the exact mode's growth at Q = 0.
+    #[test]
+    fn dx_timestamp_resolution_adds_an_error_within_one_tick() {
+        let cfg = |resolution: Dur, threshold: Dur| DxConfig {
+            measurement: Measurement::Timestamps(Timestamps {
+                resolution,
+                ..Timestamps::default()
+            }),
+            threshold,
+            ..DxConfig::default()
+        };
+        let mut d = driver(cfg(Dur::from_us(2), Dur::ZERO));
+        d.rounds(3, Round::clean().with_queue_delay(Dur::ZERO));
+        let seen: Vec<f64> = d
+            .rounds(30, Round::clean().with_queue_delay(Dur::from_us(3)))
+            .iter()
+            .map(|o| o.get("queue_delay_us"))
+            .collect();
+        assert!(seen.iter().any(|&q| (q - 3.0).abs() > 0.01), "{seen:?}");
+        // The base is the smallest reading, itself up to a tick low, so readings stay
+        // within two ticks of the truth.
+        assert!(
+            seen.iter().all(|&q| q > -1e-9 && q < 3.0 + 4.0 + 1e-9),
+            "{seen:?}"
+        );
+        // At zero queueing a threshold of two ticks keeps DX growing as exact DX does.
+        let grow = |c: DxConfig| {
+            let mut d = driver(c);
+            d.rounds(3, Round::clean().with_queue_delay(Dur::from_us(1)));
+            d.rounds(10, Round::clean().with_queue_delay(Dur::ZERO))
+                .iter()
+                .map(|o| o.cwnd_bytes)
+                .collect::<Vec<_>>()
+        };
+        let exact = grow(DxConfig {
+            threshold: Dur::from_us(4),
+            ..DxConfig::default()
+        });
+        assert_eq!(grow(cfg(Dur::from_us(2), Dur::from_us(4))), exact);
+        assert_ne!(grow(cfg(Dur::from_us(2), Dur::ZERO)), exact);
     }
 
     /// The windows of N equal senders cut with V = T + Q together remove the standing queue
