@@ -11,29 +11,32 @@ code) and 0.5 (today's). The authors' code runs its own feedback law, which dcsi
     # Debian: build-essential tcl8.6-dev tk8.6-dev libotcl1-dev libtclcl1-dev tclcl
     #         otcl-shells libx11-dev libxt-dev libxmu-dev
     python3 validation/xpass_ns2.py --clone PATH/TO/ns2-xpass(.git)
-        [--work target/ns2-xpass] [--seeds 20] [--dcsim target/release/dcsim] [--json out.json]
+        [--work target/ns2-xpass] [--seeds 100] [--dcsim target/release/dcsim] [--json out.json]
 
-The 160 runs of 20 seeds take about a minute once ns-2 is built (about 2 minutes).
+The 800 runs of 100 seeds take about 6 minutes once ns-2 is built (about 2 minutes).
 
 What it does:
 1. Exports the clone's `master` into WORK/src (two data blobs that a bare clone may lack
    and ExpressPass does not use are left out) and builds `ns` against Debian's Tcl, Tk,
    OTcl and TclCL through folders of symlinks laid out as ns-2's configure expects, with
-   validation/ns2_int64_bind.cc (ours) for the two 64-bit bindings Debian's TclCL lacks.
+   validation/ns2_int64_bind.cc (ours) for the two 64-bit bindings Debian's TclCL lacks
+   and validation/ns2_srand.cc (ours), which seeds the C library's rand() from NS2_SRAND.
    Nothing of ns-2 is copied into this repository.
 2. For each speed, alpha and seed, writes a copy of the authors' scripts/dumbell-topology.tcl
    with this set-up's values put in (N, rates, delays, alpha, credit rate, the join, the end)
-   and runs it. The credit jitter of the authors' agent draws from the C library's rand(),
-   which ns-2 never seeds, so a configuration has one outcome; seed s moves the join by
-   s x 1.7 us (within one RTT) to sample the flows' relative phase instead.
+   and runs it with NS2_SRAND = s. The credit jitter of the authors' agent draws from the
+   C library's rand(), which nothing in the dumbbell seeds: without the seed every run of a
+   configuration draws the same jitter, and 20 "seeds" are one sample.
 3. Reads the bottleneck's queue trace (the script's own trace-queue), bins each flow's
-   departing data bytes per RTT (100 us) and measures convergence as dcsim's experiment
-   does: the first bin wholly after the join in which both flows are within 10 % of the
-   fair share (half the lone flow's goodput over the millisecond before the join), and the
-   first from which they stay there (5-RTT trailing average), in RTTs.
+   data payload leaving the bottleneck queue per RTT (100 us) and measures convergence as
+   dcsim's experiment does: the first bin wholly after the join in which both flows are
+   within 10 % of the fair share (half the lone flow's goodput over the millisecond before
+   the join), and the first from which they stay there (5-RTT trailing average), in RTTs.
 4. Runs dcsim's twins, the scenarios `dcsim repro xpass-convergence` writes (run once into
-   WORK/dcsim-repro), with seeds 1..N, and measures them the same way from their goodput
-   series.
+   WORK/dcsim-repro), with seeds 1..N and a pcap trace of the bottleneck port added, and
+   measures them at the same point: the payload of the data leaving the bottleneck, binned
+   by departure. (dcsim's experiment counts goodput at the receivers, about 32 us later,
+   which the first bins after the join feel.)
 
 It prints a Markdown table: per speed and alpha, the median and range over the seeds of the
 RTTs to reach the fair share and to stay there, ns-2 beside dcsim.
@@ -43,10 +46,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +67,6 @@ RTT_US = 100.0
 BIN_US = 100.0
 JOIN_MS = 2.0
 AFTER_MS = 20.0
-JOIN_STEP_US = 1.7
 # The authors' credit rate at 10 Gb/s, bytes per second (their script's 40 Gb/s value / 4).
 CREDIT_RATE_10G = 64734895
 SMOOTH = 5
@@ -103,13 +107,24 @@ def build(clone: Path, work: Path) -> Path:
     """The authors' ns, built once in WORK/src."""
     src = work / "src"
     ns = src / "ns"
-    if ns.exists():
+    shims = [HERE / "ns2_int64_bind.cc", HERE / "ns2_srand.cc"]
+    stamp = work / "shims.txt"
+    wanted = "\n".join(p.name for p in shims)
+    if ns.exists() and stamp.exists() and stamp.read_text() == wanted:
         return ns
     missing = [p for p in ["/usr/include/tcl8.6/tcl-private", "/usr/include/otcl.h", "/usr/include/tclcl/tclcl.h",
                            "/usr/bin/tcl2c++"] if not Path(p).exists()]
     if missing:
         sys.exit(f"error: Debian's Tcl/OTcl/TclCL development files are missing ({', '.join(missing)}); "
                  "install the packages named at the top of this script")
+    d = deps(work)
+    includes = [f"-I{d}/tclcl/include", f"-I{d}/otcl/include", f"-I{d}/tk/generic", f"-I{d}/tcl/generic",
+                f"-I{d}/tcl/unix", "-I."]
+    if (src / "Makefile").exists() and (src / "xpass" / "xpass.cc").exists():
+        # Built before with other shims: relink only.
+        link_ns(src, work, shims, includes)
+        stamp.write_text(wanted)
+        return ns
     src.mkdir(parents=True, exist_ok=True)
     print(f"exporting {clone} (master) into {src}", file=sys.stderr)
     excludes = [f":(exclude){p}" for p in MISSING]
@@ -120,19 +135,26 @@ def build(clone: Path, work: Path) -> Path:
     err = git.communicate()[1].decode()
     if not (src / "xpass" / "xpass.cc").exists():
         sys.exit(f"error: {clone} has no xpass/xpass.cc on master: {err[-300:]}")
-    d = deps(work)
     print("configuring and building ns (about 2 minutes on 2 cores)", file=sys.stderr)
     sh(["./configure", f"--with-otcl={d}/otcl", f"--with-tclcl={d}/tclcl", f"--with-tcl={d}/tcl",
         "--with-tcl-ver=8.6", f"--with-tk={d}/tk", "--with-tk-ver=8.6"], cwd=src)
-    shim = work / "int64_bind.o"
-    includes = [f"-I{d}/tclcl/include", f"-I{d}/otcl/include", f"-I{d}/tk/generic", f"-I{d}/tcl/generic",
-                f"-I{d}/tcl/unix", "-I."]
-    sh(["g++", "-c", *CCOPT.split(), *includes, str(HERE / "ns2_int64_bind.cc"), "-o", str(shim)], cwd=src)
-    # The shim joins ns's objects through OBJ_GETOPT, a list of extra objects that is empty
+    link_ns(src, work, shims, includes)
+    stamp.write_text(wanted)
+    return ns
+
+
+def link_ns(src: Path, work: Path, shims: list[Path], includes: list[str]) -> None:
+    """Compiles our shims and builds (or relinks) ns with them."""
+    objs = []
+    for c in shims:
+        o = work / (c.stem + ".o")
+        sh(["g++", "-c", *CCOPT.split(), *includes, str(c), "-o", str(o)], cwd=src)
+        objs.append(str(o))
+    (src / "ns").unlink(missing_ok=True)
+    # The shims join ns's objects through OBJ_GETOPT, a list of extra objects that is empty
     # on Linux (LDFLAGS would also reach the helper programs linked without Tcl).
     jobs = str(os.cpu_count() or 2)
-    sh(["make", f"-j{jobs}", "ns", f"CCOPT={CCOPT}", f"OBJ_GETOPT={shim}"], cwd=src)
-    return ns
+    sh(["make", f"-j{jobs}", "ns", f"CCOPT={CCOPT}", f"OBJ_GETOPT={' '.join(objs)}"], cwd=src)
 
 
 def script(template: str, gbps: int, alpha: float, join_s: float, end_s: float) -> str:
@@ -185,6 +207,29 @@ def goodputs(trace: Path, end_us: float) -> dict[int, list[tuple[float, float]]]
             for fid, v in bins.items()}
 
 
+def departures(pcap: Path, end_us: float) -> dict[int, list[tuple[float, float]]]:
+    """Per flow id, (bin end in us, Gb/s of payload) of its data leaving a dcsim port, from
+    the port's pcap trace (docs/trace.md: Ethernet, IPv4 and UDP headers, then dcsim's
+    header: class (0 data) at byte 0, flow id at 2-5, payload bytes at 14-17, big-endian)."""
+    bins: dict[int, dict[int, int]] = {}
+    with open(pcap, "rb") as f:
+        f.read(24)
+        while len(h := f.read(16)) == 16:
+            sec, frac, incl, _ = struct.unpack("<IIII", h)
+            rec = f.read(incl)
+            d = rec[14 + 20 + 8:]
+            if len(d) < 18 or d[0] != 0:
+                continue
+            t_us = sec * 1e6 + frac / 1e3
+            fid, payload = struct.unpack(">I", d[2:6])[0], struct.unpack(">I", d[14:18])[0]
+            b = int(t_us // BIN_US)
+            bins.setdefault(fid, {})
+            bins[fid][b] = bins[fid].get(b, 0) + payload
+    whole = int(end_us // BIN_US)
+    return {fid: [((b + 1) * BIN_US, v.get(b, 0) * 8 / (BIN_US * 1e3)) for b in range(whole)]
+            for fid, v in bins.items()}
+
+
 def first_within(a, b, join_us: float, fair: float) -> float | None:
     """The end of the first bin wholly after the join in which both flows are within
     10 % of `fair`, minus the join (dcsim's `first_within_us`)."""
@@ -214,14 +259,14 @@ def sustained(a, b, join_us: float, fair: float) -> float | None:
 
 
 def run_ns2(ns: Path, template: str, work: Path, gbps: int, alpha: float, seed: int) -> dict:
-    join_us = JOIN_MS * 1e3 + seed * JOIN_STEP_US
+    join_us = JOIN_MS * 1e3
     end_s = (join_us + AFTER_MS * 1e3) / 1e6
     d = work / "runs" / f"{gbps}g-alpha{alpha}-s{seed}"
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)
     (d / "run.tcl").write_text(script(template, gbps, alpha, join_us / 1e6, end_s))
-    env = dict(os.environ, LD_LIBRARY_PATH=str(work / "deps" / "otcl" / "lib"))
+    env = dict(os.environ, LD_LIBRARY_PATH=str(work / "deps" / "otcl" / "lib"), NS2_SRAND=str(seed))
     subprocess.run([str(ns), "run.tcl"], cwd=d, env=env, check=True, capture_output=True, timeout=1800)
     g = goodputs(d / "outputs" / "trace.out", end_s * 1e6)
     a, b = g.get(0, []), g.get(1, [])
@@ -239,17 +284,16 @@ def dcsim_twin(dcsim: Path, work: Path, gbps: int, key: str, seed: int) -> dict:
     if not (repro / "result.json").exists():
         print("running dcsim repro xpass-convergence for its scenarios", file=sys.stderr)
         sh([str(dcsim), "repro", "xpass-convergence", "--out", str(repro)])
-    scenario = repro / "runs" / f"{key}-{gbps}g-s1" / "scenario.toml"
+    base = (repro / "runs" / f"{key}-{gbps}g-s1" / "scenario.toml").read_text()
+    if "[output.trace]" in base:
+        sys.exit("error: the experiment's scenario already has [output.trace]; this script adds its own")
     out = work / "dcsim-runs" / f"{key}-{gbps}g-s{seed}"
+    out.mkdir(parents=True, exist_ok=True)
+    scenario = out.parent / f"{key}-{gbps}g.toml"
+    scenario.write_text(base + '\n[output.trace]\nports = ["left->right"]\n')
     sh([str(dcsim), "run", str(scenario), "--seed", str(seed), "--out", str(out), "--quiet"])
-    series: dict[str, list[tuple[float, float]]] = {}
-    with open(out / "timeseries.csv") as f:
-        next(f)
-        for line in f:
-            t, kind, fid, v = line.rstrip("\n").split(",")
-            if kind == "throughput_gbps":
-                series.setdefault(fid, []).append((int(t) / 1e3, float(v)))
-    a, b = sorted(series["0"]), sorted(series["1"])
+    series = departures(out / "trace-left-to-right.pcap", (JOIN_MS + AFTER_MS) * 1e3)
+    a, b = series.get(0, []), series.get(1, [])
     join_us = JOIN_MS * 1e3
     lone = [v for t, v in a if join_us / 2 < t <= join_us]
     fair = statistics.fmean(lone) / 2 if lone else 0.0
@@ -271,11 +315,26 @@ def fmt(xs: list) -> str:
     return f"{med:g} ({done[0]:g}–{hi})"
 
 
+def ks(xs: list, ys: list) -> tuple[float, float]:
+    """Two-sample Kolmogorov-Smirnov statistic D of two lists of RTTs (None, never, counts
+    as longer than any) and its asymptotic p-value (the Kolmogorov distribution with
+    Stephens' small-sample correction): how likely two samples of one distribution part
+    this much."""
+    inf = float("inf")
+    a = sorted(inf if x is None else x for x in xs)
+    b = sorted(inf if y is None else y for y in ys)
+    d = max(abs(sum(x <= v for x in a) / len(a) - sum(y <= v for y in b) / len(b)) for v in a + b)
+    en = math.sqrt(len(a) * len(b) / (len(a) + len(b)))
+    lam = (en + 0.12 + 0.11 / en) * d
+    p = 2 * sum((-1) ** (j - 1) * math.exp(-2 * j * j * lam * lam) for j in range(1, 101))
+    return d, min(1.0, max(0.0, p)) if d > 0 else 1.0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clone", type=Path, required=True, help="a clone (bare or not) of kaist-ina/ns2-xpass")
     ap.add_argument("--work", type=Path, default=REPO / "target" / "ns2-xpass")
-    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--dcsim", type=Path, default=REPO / "target" / "release" / "dcsim")
     ap.add_argument("--json", type=Path, help="write every figure here")
     a = ap.parse_args()
@@ -292,12 +351,18 @@ def main() -> None:
             ours = [dcsim_twin(a.dcsim.resolve(), work, gbps, key, s) for s in seeds]
             out[f"{gbps}g-alpha{alpha}"] = {"ns2": theirs, "dcsim": ours}
             col = lambda rs, k: fmt([r[k] for r in rs])  # noqa: E731
+            tests = []
+            for k in ["reached_rtts", "sustained_rtts"]:
+                d, p = ks([r[k] for r in theirs], [r[k] for r in ours])
+                out[f"{gbps}g-alpha{alpha}"][f"ks_{k}"] = {"d": round(d, 3), "p": round(p, 3)}
+                tests.append(f"{d:.2f} ({p:.2f})")
             rows.append(f"| {gbps} Gb/s | {alpha:g} | {col(theirs, 'reached_rtts')} | {col(ours, 'reached_rtts')} | "
-                        f"{col(theirs, 'sustained_rtts')} | {col(ours, 'sustained_rtts')} |")
+                        f"{tests[0]} | {col(theirs, 'sustained_rtts')} | {col(ours, 'sustained_rtts')} | {tests[1]} |")
             print(f"{gbps} Gb/s alpha {alpha:g} done", file=sys.stderr)
     print(f"RTTs after the join, median (range) over {a.seeds} seeds:")
-    print("| link | alpha | ns-2: to reach the share | dcsim | ns-2: to stay within 10 % | dcsim |")
-    print("|---|---|---|---|---|---|")
+    print("(KS: the two-sample Kolmogorov-Smirnov distance of ns-2's and dcsim's seeds, and its p-value)")
+    print("| link | alpha | ns-2: to reach the share | dcsim | KS D (p) | ns-2: to stay within 10 % | dcsim | KS D (p) |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if a.json:
         a.json.write_text(json.dumps(out, indent=1) + "\n")
