@@ -472,6 +472,8 @@ pub fn pulser(r: &Value, v: &mut Verdicts) {
     const TAIL: &str = "Pulser (2019), leaf-spine with incast: Pulser cuts the short-flow \
         tail well below DCTCP's and ICTCP's at 40 % load and above";
     const TPUT: &str = "Pulser (2019): Pulser raises long-flow throughput over DCTCP's";
+    const ICTCP: &str = "Pulser (2019): ICTCP's long flows get 16-22 % less throughput than \
+        Pulser's";
     let loads: Vec<&str> = numeric_keys(r, &["short_fct_us", "pulser"])
         .into_iter()
         .filter(|l| l.parse::<f64>().is_ok_and(|l| l >= 40.0))
@@ -504,6 +506,36 @@ pub fn pulser(r: &Value, v: &mut Verdicts) {
         min_max(lowest).map(|x| x.0),
         Bound::AtLeast(1.0),
     );
+    // ICTCP as the baseline the paper shows: its long flows 16-22 % below Pulser's.
+    let all_loads = numeric_keys(r, &["long_tput_gbps", "ictcp"]);
+    let ictcp = min_max(all_loads.iter().map(|l| {
+        ratio(
+            at(r, &["long_tput_gbps", "ictcp", l]),
+            at(r, &["long_tput_gbps", "pulser", l]),
+        )
+    }));
+    for (id, which, x, bound) in [
+        (
+            "ictcp-long-throughput/lowest",
+            "lowest",
+            ictcp.map(|x| x.0),
+            Bound::AtLeast(0.75),
+        ),
+        (
+            "ictcp-long-throughput/highest",
+            "highest",
+            ictcp.map(|x| x.1),
+            Bound::AtMost(0.9),
+        ),
+    ] {
+        v.claim(
+            id,
+            ICTCP,
+            format!("long-flow throughput, ICTCP over Pulser, {which} over loads"),
+            x,
+            bound,
+        );
+    }
     for (s, _) in each(r, &["short_flows", "*"]) {
         v.check(
             format!("short-flows-finish/{s}"),
