@@ -241,6 +241,57 @@ fn repro(
     serde_json::to_string(&outcome.result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// The options of an experiment run from Python (one thread: a task is one run).
+fn repro_options(quick: bool, out: PathBuf, fresh: bool) -> dcsim_repro::Options {
+    dcsim_repro::Options {
+        quick,
+        out,
+        jobs: 1,
+        fresh,
+        siblings: None,
+    }
+}
+
+/// The runs of an experiment without running any, as JSON: `{"runs": [{"name",
+/// "complete"}]}`, or `{"runs": null}` for an experiment that runs the others.
+#[pyfunction]
+#[pyo3(signature = (name, quick, out, fresh))]
+fn repro_plan(
+    py: Python<'_>,
+    name: &str,
+    quick: bool,
+    out: PathBuf,
+    fresh: bool,
+) -> PyResult<String> {
+    dcsim_repro::experiment(name).map_err(PyValueError::new_err)?;
+    let opts = repro_options(quick, out, fresh);
+    let plan = py
+        .detach(|| dcsim_repro::plan(name, &opts))
+        .map_err(|e| PyRuntimeError::new_err(format!("{name}: {e}")))?;
+    let runs = plan.map(|runs| {
+        runs.iter()
+            .map(|r| serde_json::json!({"name": r.name, "complete": r.complete}))
+            .collect::<Vec<_>>()
+    });
+    Ok(serde_json::json!({ "runs": runs }).to_string())
+}
+
+/// One run of an experiment's plan, with the GIL released (a Dask task).
+#[pyfunction]
+#[pyo3(signature = (name, quick, out, fresh, run))]
+fn repro_run(
+    py: Python<'_>,
+    name: &str,
+    quick: bool,
+    out: PathBuf,
+    fresh: bool,
+    run: &str,
+) -> PyResult<()> {
+    let opts = repro_options(quick, out, fresh);
+    py.detach(|| dcsim_repro::run_planned(name, &opts, run))
+        .map_err(|e| PyRuntimeError::new_err(format!("{name}: {e}")))
+}
+
 /// `dcsim compare`: writes the comparison of the runs in `dirs` into `out`; returns its
 /// text table. Bad folders or names raise ValueError with the CLI's message.
 #[pyfunction]
@@ -378,6 +429,8 @@ fn _dcsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(experiments, m)?)?;
     m.add_function(wrap_pyfunction!(repro, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_run, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_run, m)?)?;

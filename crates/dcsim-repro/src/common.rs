@@ -2,7 +2,7 @@
 //! plot specifications and the plotting script.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use dcsim::metrics::atomic_write;
 use dcsim::{Results, ScenarioSpec, World};
@@ -27,7 +27,6 @@ pub struct Ctx {
     pub siblings: Option<PathBuf>,
     pool: rayon::ThreadPool,
     /// In a planning context ([`Ctx::planning`]), the runs given to [`Ctx::run_many`].
-    #[cfg(test)]
     planned: Option<std::sync::Mutex<Vec<RunSpec>>>,
 }
 
@@ -75,7 +74,6 @@ impl Ctx {
             fresh: false,
             siblings: None,
             pool,
-            #[cfg(test)]
             planned: None,
         })
     }
@@ -83,7 +81,6 @@ impl Ctx {
     /// A context that runs nothing: [`Ctx::run_many`] keeps the runs it is given (see
     /// [`Ctx::planned`]) and returns the error [`PLANNED`], which ends the experiment
     /// before it reads any result.
-    #[cfg(test)]
     pub(crate) fn planning(quick: bool, out: PathBuf) -> Result<Self, String> {
         let mut ctx = Self::new(quick, out, 1)?;
         ctx.planned = Some(Default::default());
@@ -91,7 +88,6 @@ impl Ctx {
     }
 
     /// The runs that [`Ctx::run_many`] was given in a planning context, taken out of it.
-    #[cfg(test)]
     pub(crate) fn planned(&self) -> Vec<RunSpec> {
         self.planned
             .as_ref()
@@ -115,75 +111,20 @@ impl Ctx {
     /// whole run), is loaded instead of run again, unless [`Ctx::fresh`]: an interrupted
     /// full-form experiment resumes where it stopped.
     pub fn run_many(&self, specs: Vec<RunSpec>) -> Result<Vec<Results>, String> {
-        #[cfg(test)]
         if let Some(planned) = &self.planned {
             planned.lock().expect("no run panicked").extend(specs);
             return Err(PLANNED.into());
         }
-        let out = &self.out;
-        let fresh = self.fresh;
+        let (out, fresh) = (&self.out, self.fresh);
         self.pool.install(|| {
             specs
                 .into_par_iter()
-                .map(|s| {
-                    let dir = out.join("runs").join(&s.name);
-                    let scenario_toml = s.toml()?;
-                    let mut scenario = s.scenario.build(&s.name).map_err(|e| e.to_string())?;
-                    let resolved_toml = scenario.to_toml();
-                    let extra = extra_flows_csv(&s.extra_flows);
-                    let same_text = |name: &str, want: &str| {
-                        std::fs::read_to_string(dir.join(name)).is_ok_and(|t| t == want)
-                    };
-                    let same = same_text("scenario.toml", &scenario_toml)
-                        && same_text(RESOLVED, &resolved_toml)
-                        && match &extra {
-                            None => !dir.join(EXTRA_FLOWS).exists(),
-                            Some(text) => std::fs::read_to_string(dir.join(EXTRA_FLOWS))
-                                .is_ok_and(|t| t == *text),
-                        };
-                    if !fresh && same && dcsim::metrics::verify_dir(&dir) {
-                        // A run written by another version of dcsim may not read back (a
-                        // column added since): it is run again, not an error.
-                        match Results::load(&dir) {
-                            Ok(r) => {
-                                eprintln!(
-                                    "{}: reusing the complete run in {}",
-                                    s.name,
-                                    dir.display()
-                                );
-                                return Ok(r);
-                            }
-                            Err(e) => eprintln!(
-                                "{}: the run in {} does not read back ({e}); running it again",
-                                s.name,
-                                dir.display()
-                            ),
-                        }
-                    }
-                    scenario.flows.extend(s.extra_flows.iter().copied());
-                    let _lock = dcsim::metrics::DirLock::take(&dir)
-                        .map_err(|e| format!("{}: {e}", dir.display()))?;
-                    let mut world = World::new(scenario).map_err(|e| e.to_string())?;
-                    world.spill_time_series_beside(&dir);
-                    world.run(&mut |_| {});
-                    let r = Results::collect(&mut world);
-                    // The scenario and the results replace the run's folder together
-                    // (a kill leaves the old complete folder or the new one).
-                    let mut files: Vec<(&str, &[u8])> = vec![
-                        ("scenario.toml", scenario_toml.as_bytes()),
-                        (RESOLVED, resolved_toml.as_bytes()),
-                    ];
-                    if let Some(text) = &extra {
-                        files.push((EXTRA_FLOWS, text.as_bytes()));
-                    }
-                    r.write_with(&dir, &files)
-                        .map_err(|e| format!("{}: {e}", dir.display()))?;
-                    Ok(r)
-                })
+                .map(|s| run_one(out, fresh, s))
                 .collect()
         })
     }
 
+    /// Writes a JSON file into the output folder.
     /// Writes a JSON file into the output folder.
     pub fn write_json(&self, name: &str, v: &impl Serialize) -> Result<(), String> {
         let mut s = serde_json::to_vec_pretty(v).map_err(|e| e.to_string())?;
@@ -310,8 +251,80 @@ pub fn k(v: impl std::fmt::Display) -> String {
     v.to_string()
 }
 
+/// Whether the folder of run `s` under `out` holds its complete results, which
+/// [`Ctx::run_many`] would reuse: the same scenario text, the same resolution and the same
+/// flows added in code, all files intact.
+pub(crate) fn reusable(out: &Path, s: &RunSpec) -> Result<bool, String> {
+    let dir = out.join("runs").join(&s.name);
+    let scenario = s.scenario.build(&s.name).map_err(|e| e.to_string())?;
+    Ok(same_run(
+        &dir,
+        &s.toml()?,
+        &scenario.to_toml(),
+        &extra_flows_csv(&s.extra_flows),
+    ) && dcsim::metrics::verify_dir(&dir))
+}
+
+/// Whether `dir` was written from this scenario text, resolution and added flows.
+fn same_run(dir: &Path, scenario_toml: &str, resolved_toml: &str, extra: &Option<String>) -> bool {
+    let same_text =
+        |name: &str, want: &str| std::fs::read_to_string(dir.join(name)).is_ok_and(|t| t == want);
+    same_text("scenario.toml", scenario_toml)
+        && same_text(RESOLVED, resolved_toml)
+        && match extra {
+            None => !dir.join(EXTRA_FLOWS).exists(),
+            Some(text) => same_text(EXTRA_FLOWS, text),
+        }
+}
+
+/// Runs `s` into `out/runs/<name>/`, or loads its complete results from there (see
+/// [`Ctx::run_many`]).
+pub(crate) fn run_one(out: &Path, fresh: bool, s: RunSpec) -> Result<Results, String> {
+    let dir = out.join("runs").join(&s.name);
+    let scenario_toml = s.toml()?;
+    let mut scenario = s.scenario.build(&s.name).map_err(|e| e.to_string())?;
+    let resolved_toml = scenario.to_toml();
+    let extra = extra_flows_csv(&s.extra_flows);
+    if !fresh
+        && same_run(&dir, &scenario_toml, &resolved_toml, &extra)
+        && dcsim::metrics::verify_dir(&dir)
+    {
+        // A run written by another version of dcsim may not read back (a column added
+        // since): it is run again, not an error.
+        match Results::load(&dir) {
+            Ok(r) => {
+                eprintln!("{}: reusing the complete run in {}", s.name, dir.display());
+                return Ok(r);
+            }
+            Err(e) => eprintln!(
+                "{}: the run in {} does not read back ({e}); running it again",
+                s.name,
+                dir.display()
+            ),
+        }
+    }
+    scenario.flows.extend(s.extra_flows.iter().copied());
+    let _lock =
+        dcsim::metrics::DirLock::take(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut world = World::new(scenario).map_err(|e| e.to_string())?;
+    world.spill_time_series_beside(&dir);
+    world.run(&mut |_| {});
+    let r = Results::collect(&mut world);
+    // The scenario and the results replace the run's folder together (a kill leaves the old
+    // complete folder or the new one).
+    let mut files: Vec<(&str, &[u8])> = vec![
+        ("scenario.toml", scenario_toml.as_bytes()),
+        (RESOLVED, resolved_toml.as_bytes()),
+    ];
+    if let Some(text) = &extra {
+        files.push((EXTRA_FLOWS, text.as_bytes()));
+    }
+    r.write_with(&dir, &files)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(r)
+}
+
 /// What [`Ctx::run_many`] returns in a planning context.
-#[cfg(test)]
 pub(crate) const PLANNED: &str = "planning only: nothing was run";
 
 /// File in a run's folder that lists the flows added in code.
@@ -391,7 +404,7 @@ mod tests {
 
     /// Marks the stored run (`wall_seconds = -1`) so that a reused one can be told from a
     /// fresh one, and updates its manifest to match.
-    fn mark(dir: &std::path::Path) {
+    fn mark(dir: &Path) {
         let path = dir.join("runs/tiny/summary.json");
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         v["wall_seconds"] = Value::from(-1.0);
@@ -454,7 +467,7 @@ mod tests {
     /// Rewrites `file` of the complete run folder `dir` without column `col`, as an older
     /// version of dcsim may have written it, keeping the folder complete (its manifest
     /// rewritten).
-    fn drop_column(dir: &std::path::Path, file: &str, col: &str) {
+    fn drop_column(dir: &Path, file: &str, col: &str) {
         let mut files: Vec<(String, Vec<u8>)> = Vec::new();
         for e in std::fs::read_dir(dir).unwrap() {
             let e = e.unwrap();

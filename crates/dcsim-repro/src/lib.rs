@@ -214,6 +214,63 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
     run_in(e, &ctx)
 }
 
+/// One run of an experiment as [`plan`] finds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedRun {
+    /// Its folder's name under `runs/`.
+    pub name: String,
+    /// Its folder holds its complete results already (and it is not to be run fresh).
+    pub complete: bool,
+}
+
+/// The runs experiment `name` would make, without running any: each to be run by
+/// [`run_planned`] (anywhere that sees `opts.out`, in any order), after which [`run`]
+/// reuses them all and writes the result. An experiment that runs other experiments
+/// (`xpass-zero-loss`) has no plan of its own: `Ok(None)`, and [`run`] does its work.
+pub fn plan(name: &str, opts: &Options) -> Result<Option<Vec<PlannedRun>>, String> {
+    let e = experiment(name)?;
+    if e.name == ZERO_LOSS {
+        return Ok(None);
+    }
+    let _lock = take_folder(&opts.out, e.name)?;
+    let runs = planned_runs(e, opts)?;
+    runs.iter()
+        .map(|r| {
+            Ok(PlannedRun {
+                name: r.name.clone(),
+                complete: !opts.fresh && common::reusable(&opts.out, r)?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map(Some)
+}
+
+/// Runs the run named `run` of experiment `name`'s plan into `opts.out/runs/<run>/`, as
+/// [`run`] would (reused if complete there, unless `opts.fresh`). Each run takes its own
+/// folder's lock, so any number of these may run at once, one per run.
+pub fn run_planned(name: &str, opts: &Options, run: &str) -> Result<(), String> {
+    let e = experiment(name)?;
+    let spec = planned_runs(e, opts)?
+        .into_iter()
+        .find(|r| r.name == run)
+        .ok_or_else(|| format!("experiment {name} has no run named {run:?}"))?;
+    common::run_one(&opts.out, opts.fresh, spec).map(|_| ())
+}
+
+/// The experiment that runs the others.
+const ZERO_LOSS: &str = "xpass-zero-loss";
+
+/// The runs `e` gives [`Ctx::run_many`], from a context that runs nothing.
+fn planned_runs(e: &Experiment, opts: &Options) -> Result<Vec<common::RunSpec>, String> {
+    let mut ctx = Ctx::planning(opts.quick, opts.out.clone())?;
+    ctx.siblings = opts.siblings.clone();
+    match (e.run)(&ctx) {
+        Err(msg) if msg == common::PLANNED => Ok(ctx.planned()),
+        Err(msg) => Err(msg),
+        Ok(_) => Err(format!("{}: finished without running anything", e.name)),
+    }
+}
+
 /// The file of an experiment's folder that names the experiment whose runs it holds.
 pub const EXPERIMENT_FILE: &str = "experiment.txt";
 
@@ -436,6 +493,51 @@ mod tests {
             }
         }
         assert!(seen.0 > 10 && seen.1 > 10, "{seen:?}");
+        guard.close().unwrap();
+    }
+
+    /// An experiment run as a plan, one run at a time in another order (as a cluster's
+    /// workers would), then assembled, writes what running it whole writes; the plan then
+    /// finds every run complete, and a run it does not have is refused by name.
+    #[test]
+    fn a_planned_experiment_run_piece_by_piece_equals_the_whole() {
+        let guard = tempfile::Builder::new()
+            .prefix("dcsim-repro-planned-")
+            .tempdir()
+            .unwrap();
+        let opts = |dir: &str| Options {
+            quick: true,
+            out: guard.path().join(dir),
+            jobs: 1,
+            fresh: false,
+            siblings: None,
+        };
+        let name = "dx-queue";
+        let whole = run(name, &opts("whole")).unwrap();
+        let (pieces, o) = ("pieces", opts("pieces"));
+        let planned = plan(name, &o).unwrap().unwrap();
+        assert!(planned.len() > 1 && planned.iter().all(|r| !r.complete));
+        for r in planned.iter().rev() {
+            run_planned(name, &o, &r.name).unwrap();
+        }
+        let again = plan(name, &o).unwrap().unwrap();
+        assert!(again.iter().all(|r| r.complete), "{again:?}");
+        let assembled = run(name, &o).unwrap();
+        assert_eq!(assembled.result, whole.result);
+        // result.json and every table, byte for byte.
+        let files: Vec<String> = std::fs::read_dir(guard.path().join("whole"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|f| f == "result.json" || f.ends_with(".csv"))
+            .collect();
+        assert!(files.len() > 1, "{files:?}");
+        for f in &files {
+            let read = |d: &str| std::fs::read(guard.path().join(d).join(f)).unwrap();
+            assert_eq!(read(pieces), read("whole"), "{f}");
+        }
+        let e = run_planned(name, &o, "no-such-run").unwrap_err();
+        assert!(e.contains("no run named"), "{e}");
+        assert_eq!(plan("xpass-zero-loss", &opts("zero")).unwrap(), None);
         guard.close().unwrap();
     }
 }

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dcsim import _dcsim
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 @dataclass
@@ -73,12 +78,21 @@ def experiments() -> dict[str, str]:
     return dict(_dcsim.experiments())
 
 
+def _repro_run(name: str, quick: bool, out: str, fresh: bool, run: str) -> str:
+    """One Dask task: runs one run of an experiment into its folder; returns its name."""
+    _dcsim.repro_run(name, quick, out, fresh, run)
+    return run
+
+
 def repro(
     name: str,
     quick: bool = True,
     out: str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     fresh: bool = False,
+    client: Client | str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
 ) -> Repro:
     """Runs a paper-reproduction experiment, as ``dcsim repro NAME [--quick]``.
 
@@ -86,12 +100,83 @@ def repro(
     the command line; complete runs found there are reused unless ``fresh``. ``jobs`` is
     the number of runs executed in parallel (default: the number of cores). The GIL is
     released while it runs.
+
+    On Dask: with ``client`` (a ``distributed.Client`` or a scheduler address), or with
+    ``workers`` (a LocalCluster of that many single-threaded worker processes, started and
+    closed here), each of the experiment's runs is one task that writes its folder under
+    ``out/runs/`` whole, exactly as the command line does; ``out`` must be a path every
+    worker sees. When the last run lands, the experiment is assembled here from the
+    finished runs (tables, plots, result.json with its verdicts), byte-identical to a local
+    run. A worker that dies mid-run loses only that run, which Dask runs again elsewhere;
+    an interrupted call resumes where it stopped, as ``dcsim repro`` does. An experiment
+    that runs the others (``xpass-zero-loss``) runs here. The longest run bounds the wall
+    time however many workers there are.
     """
     if out is None:
         out = Path("results/repro") / (f"{name}-quick" if quick else name)
     out = Path(out)
     jobs = jobs or os.cpu_count() or 1
+    if client is not None or workers is not None:
+        _on_dask(name, quick, out, fresh, client, workers, progress)
+        fresh = False  # every run is in its folder now: the assembly reuses them all
     result = json.loads(_dcsim.repro(name, quick, os.fspath(out), jobs, fresh))
     tables = {p.stem: pd.read_csv(p) for p in sorted(out.glob("*.csv"))}
     plots = {p.stem: _plot_frame(json.loads(p.read_text())) for p in sorted((out / "plots").glob("*.json"))}
     return Repro(name=name, out=out, result=result, plots=plots, tables=tables)
+
+
+def _on_dask(
+    name: str,
+    quick: bool,
+    out: Path,
+    fresh: bool,
+    client: Client | str | None,
+    workers: int | None,
+    progress: bool,
+) -> None:
+    """Runs the runs of the experiment's plan that are not complete, one Dask task each;
+    raises RuntimeError naming the runs that failed."""
+    from distributed import Client, LocalCluster, as_completed
+
+    say = (lambda m: print(m, file=sys.stderr, flush=True)) if progress else (lambda m: None)
+    plan = json.loads(_dcsim.repro_plan(name, quick, os.fspath(out), fresh))
+    if plan["runs"] is None:
+        say(f"{name} runs the other experiments: it runs here")
+        return
+    todo = [r["name"] for r in plan["runs"] if not r["complete"]]
+    say(f"{name}: {len(plan['runs'])} runs, {len(plan['runs']) - len(todo)} complete, {len(todo)} to run")
+    if not todo:
+        return
+    own_cluster = None
+    if client is None:
+        own_cluster = LocalCluster(
+            n_workers=workers or os.cpu_count() or 1,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        )
+        client = Client(own_cluster)
+    elif isinstance(client, str):
+        client = Client(client)
+    failed = {}
+    try:
+        started = time.monotonic()
+        where = os.fspath(out.resolve())
+        futures = [
+            client.submit(_repro_run, name, quick, where, fresh, run, key=f"dcsim-repro-{name}-{run}", pure=False)
+            for run in todo
+        ]
+        for i, f in enumerate(as_completed(futures), 1):
+            run = todo[futures.index(f)]
+            try:
+                f.result()
+                say(f"  [{i}/{len(todo)}] {run} done ({time.monotonic() - started:.1f} s)")
+            except Exception as e:  # reported together below
+                failed[run] = f"{type(e).__name__}: {e}"
+                say(f"  [{i}/{len(todo)}] {run} FAILED: {e}")
+    finally:
+        if own_cluster is not None:
+            client.close()
+            own_cluster.close()
+    if failed:
+        raise RuntimeError(f"{name}: {len(failed)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failed.items())))
