@@ -266,6 +266,19 @@ fn ccs() -> &'static [Kind] {
 /// against the registry, so that a new transport is not silently left unfuzzed.
 const TRANSPORTS: [&str; 4] = ["tcp", "expresspass", "ideal", "fastpass"];
 
+/// The names of the disciplines `Queue` writes, in the registry's order; checked against
+/// the registry, so that a new discipline is not silently left unfuzzed.
+const QUEUES: [&str; 8] = [
+    "droptail",
+    "ecn",
+    "red",
+    "prio",
+    "credit-shaper",
+    "rcp",
+    "phantom",
+    "ein",
+];
+
 /// The fuzzed queues that can provide a port feature, tried in this order.
 fn feature_queues(a: Bytes) -> [Queue; 5] {
     [
@@ -527,7 +540,8 @@ fn render(inp: &Input) -> String {
     s
 }
 
-/// Stops the fuzzer, once, if a registered transport has no `Transport` variant here.
+/// Stops the fuzzer, once, if a registered transport or discipline has no `Transport` or
+/// `Queue` variant here.
 fn check_coverage() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -535,6 +549,11 @@ fn check_coverage() {
         assert_eq!(
             registered, TRANSPORTS,
             "the registered transports changed: add the new one to `Transport` here"
+        );
+        let registered: Vec<&str> = QdiscSpec::KINDS.iter().map(|k| k.name).collect();
+        assert_eq!(
+            registered, QUEUES,
+            "the registered disciplines changed: add the new one to `Queue` here"
         );
     });
 }

@@ -3,7 +3,7 @@
 //! The other services come with a transport (the Ideal scheme's oracle, the Fastpass
 //! arbiter); a controller is asked for in its own section, `[controller] kind = "..."`.
 //! Each kind is a configuration type implementing [`ControllerConfig`] and one line in
-//! the `controllers!` registry below, which generates [`ControllerSpec`], its scenario
+//! the `controller_kinds!` registry below, which generates [`ControllerSpec`], its scenario
 //! syntax (a name, or a table tagged by `kind`, through `dcsim_engine::spec`) and its
 //! `dcsim list` rows. The service that runs it finds its configuration in
 //! [`crate::BuildCx::controller`].
@@ -33,7 +33,7 @@ pub trait ControllerConfig:
     }
 }
 
-macro_rules! controllers {
+macro_rules! controller_kinds {
     ($($(#[$doc:meta])* $V:ident($T:ty)),+ $(,)?) => {
         /// A controller as written in a scenario (`[controller]`).
         #[derive(Clone, Debug, PartialEq)]
@@ -87,7 +87,7 @@ macro_rules! controllers {
     };
 }
 
-controllers! {
+controller_kinds! {
     /// The SDN ECN controller of the central-control thesis (docs/protocols/sdn-ecn.md).
     SdnEcn(SdnEcnConfig),
 }

@@ -44,10 +44,12 @@
 
 mod events;
 mod ideal;
+mod partition;
 mod results;
 mod samplers;
 mod scenario;
 pub mod split;
+mod split_error;
 pub mod trace;
 mod world;
 

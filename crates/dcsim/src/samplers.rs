@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 
 use dcsim_engine::{Dur, Time};
 use dcsim_metrics::SampleSpill;
-use dcsim_net::{FlowId, Graph, Network, PortId};
+use dcsim_net::{FlowId, Graph, Network, PacketPool, PortId};
+use dcsim_transport::Flows;
 use hdrhistogram::Histogram;
 
 use crate::scenario::{FlowKeyword, FlowSelection, TimeseriesSpec, port_by_label};
-use crate::world::{Event, World, WorldSched};
 
 pub(crate) struct Sampler {
     pub every: Dur,
@@ -103,61 +103,59 @@ impl Occupancy {
     }
 }
 
-impl World {
-    pub(crate) fn sample_queues<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
-        let Some(o) = self.occupancy.as_mut() else {
-            return;
-        };
-        for &(p, t) in &o.ports {
-            let q = self.net.backlog_bytes_at(p, now, &mut self.pool);
-            o.tiers[t].1.saturating_record(q);
+impl Occupancy {
+    /// Records every sampled port's backlog at `now` in its tier's histogram; returns the
+    /// time of the next sample.
+    pub(crate) fn record(&mut self, net: &mut Network, pool: &mut PacketPool, now: Time) -> Time {
+        for &(p, t) in &self.ports {
+            let q = net.backlog_bytes_at(p, now, pool);
+            self.tiers[t].1.saturating_record(q);
         }
-        let next = now + o.every;
-        // In a drained run, stop sampling once nothing else is left to happen.
-        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
-            sched.at(next, Event::QueueSample);
-        }
+        now + self.every
     }
+}
 
-    pub(crate) fn sample<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
-        let Some(s) = self.sampler.as_mut() else {
-            return;
-        };
+impl Sampler {
+    /// Writes one sample of every chosen flow and port at `now`; returns the time of the
+    /// next sample.
+    pub(crate) fn record(
+        &mut self,
+        flows: &Flows,
+        net: &mut Network,
+        pool: &mut PacketPool,
+        now: Time,
+    ) -> Time {
         let t = now.as_ns();
-        let secs = s.every.as_secs_f64();
-        if s.all_flows {
-            for f in s.flows.len()..self.flows.len() {
-                s.flows.push(FlowId::new(f));
-                s.last_bytes.push(0);
+        let secs = self.every.as_secs_f64();
+        if self.all_flows {
+            for f in self.flows.len()..flows.len() {
+                self.flows.push(FlowId::new(f));
+                self.last_bytes.push(0);
             }
         }
-        for (k, &f) in s.flows.iter().enumerate() {
+        for (k, &f) in self.flows.iter().enumerate() {
             // A listed generator flow that has not been created yet has nothing to sample.
-            if f.index() >= self.flows.len() {
+            if f.index() >= flows.len() {
                 continue;
             }
-            let b = self.flows.delivered_bytes(f);
-            s.id.clear();
-            let _ = write!(s.id, "{}", f.0);
-            let gbps = (b - s.last_bytes[k]) as f64 * 8.0 / secs / 1e9;
-            s.spill.push(t, "throughput_gbps", &s.id, gbps);
-            s.last_bytes[k] = b;
-            if s.cwnd {
-                self.flows.sample_into(f, &mut s.values);
-                for &(kind, value) in &s.values {
-                    s.spill.push(t, kind, &s.id, value);
+            let b = flows.delivered_bytes(f);
+            self.id.clear();
+            let _ = write!(self.id, "{}", f.0);
+            let gbps = (b - self.last_bytes[k]) as f64 * 8.0 / secs / 1e9;
+            self.spill.push(t, "throughput_gbps", &self.id, gbps);
+            self.last_bytes[k] = b;
+            if self.cwnd {
+                flows.sample_into(f, &mut self.values);
+                for &(kind, value) in &self.values {
+                    self.spill.push(t, kind, &self.id, value);
                 }
             }
         }
-        for (p, label) in &s.ports {
-            let q = self.net.backlog_bytes_at(*p, now, &mut self.pool);
-            s.spill.push(t, "queue_bytes", label, q as f64);
+        for (p, label) in &self.ports {
+            let q = net.backlog_bytes_at(*p, now, pool);
+            self.spill.push(t, "queue_bytes", label, q as f64);
         }
-        let next = now + s.every;
-        // In a drained run, stop sampling once nothing else is left to happen.
-        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
-            sched.at(next, Event::Sample);
-        }
+        now + self.every
     }
 }
 

@@ -145,7 +145,7 @@ pub struct World {
     /// The parallel engine's figures of a split run on threads.
     pub(crate) parallel: Option<dcsim_engine::parallel::ParallelStats>,
     /// The parts of the nodes in a split run.
-    pub(crate) partition: Option<crate::split::partition::Partition>,
+    pub(crate) partition: Option<crate::partition::Partition>,
 }
 
 /// Pending events from which [`World::run_until`] prefetches the next arrival's packet.
@@ -769,4 +769,32 @@ fn due_flow(src: &mut FlowSource, transport: u32, now: Time) -> Option<FlowSpec>
         stop: f.stop.map(Time::from_dur),
         transport,
     })
+}
+
+impl World {
+    /// Samples the queue-occupancy histograms and schedules the next sample.
+    pub(crate) fn sample_queues<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
+        let Some(o) = self.occupancy.as_mut() else {
+            return;
+        };
+        let next = o.record(&mut self.net, &mut self.pool, now);
+        self.sample_again(sched, next, Event::QueueSample);
+    }
+
+    /// Samples the time series and schedules the next sample.
+    pub(crate) fn sample<S: WorldSched>(&mut self, sched: &mut S, now: Time) {
+        let Some(s) = self.sampler.as_mut() else {
+            return;
+        };
+        let next = s.record(&self.flows, &mut self.net, &mut self.pool, now);
+        self.sample_again(sched, next, Event::Sample);
+    }
+
+    /// Schedules a sampler's next sample at `next`, unless the run is drained (nothing else
+    /// is left to happen) or ends before it.
+    fn sample_again<S: WorldSched>(&self, sched: &mut S, next: Time, ev: Event) {
+        if !sched.is_idle() && self.end.is_none_or(|e| next <= e) {
+            sched.at(next, ev);
+        }
+    }
 }

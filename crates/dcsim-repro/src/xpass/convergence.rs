@@ -328,7 +328,10 @@ mod tests {
     #[test]
     fn median_counts_never_as_longest() {
         assert_eq!(median_or_never(&[Some(3.0), None, Some(1.0)]), Some(3.0));
-        assert_eq!(median_or_never(&[Some(3.0), Some(5.0), None, Some(1.0)]), Some(4.0));
+        assert_eq!(
+            median_or_never(&[Some(3.0), Some(5.0), None, Some(1.0)]),
+            Some(4.0)
+        );
         assert_eq!(median_or_never(&[Some(3.0), None]), None);
         assert_eq!(median_or_never(&[]), None);
     }

@@ -48,11 +48,8 @@ use dcsim_transport::{FlowEvent, FlowSpec, Flows};
 
 use crate::world::{Event, RunStats, World, WorldSched};
 
-mod error;
-pub(crate) mod partition;
-
-pub use error::SplitError;
-pub use partition::Partition;
+pub use crate::partition::Partition;
+pub use crate::split_error::SplitError;
 
 /// Which of the engine's runs a world goes through ([`World::run_on_engine`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

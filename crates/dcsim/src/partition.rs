@@ -6,13 +6,13 @@ use std::collections::VecDeque;
 
 use dcsim_net::{HostId, Network, NodeId};
 
-use super::SplitError;
+use crate::split_error::SplitError;
 
 /// The part of every node of a network, for a run split between parts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Partition {
-    pub(super) node_part: Vec<u32>,
-    pub(super) parts: usize,
+    pub(crate) node_part: Vec<u32>,
+    pub(crate) parts: usize,
 }
 
 impl Partition {
