@@ -18,7 +18,7 @@
 //! latency of the dependent loads), and a radix heap (34–50 ns per pop+push from 16 to 4,096
 //! pending, against 17–41 ns). A calendar queue of 256 buckets of 16.4 ns in front of the
 //! heap, exact in its order, made the k = 8 benchmark about 1.1× faster and the dumbbell
-//! 1.29× slower, and, taken on only beyond 256 pending events, gained nothing (CHANGELOG).
+//! 1.29× slower, and, taken on only beyond 256 pending events, gained nothing (docs/log/).
 //! The heap's keys are 64-bit and exact (see [`Scheduler`]).
 //! Each entry is an 8-byte key plus the event (events are small `Copy` enums of IDs, at
 //! most 16 bytes), so 10⁶ pending events use about 24 MB. The
