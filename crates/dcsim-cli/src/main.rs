@@ -158,6 +158,10 @@ enum Cmd {
         /// Print the whole result.json to stdout (it is always written to the folder).
         #[arg(long)]
         json: bool,
+        /// Run nothing: list the experiment's runs and which of them the output folder
+        /// already holds complete (what a resumed or distributed run has left to do).
+        #[arg(long, conflicts_with_all = ["all", "json"])]
+        plan: bool,
     },
     /// Print the claims and checks of experiments' result.json files as a Markdown table
     /// (the table of docs/reproductions.md is made this way from docs/results/).
@@ -358,10 +362,12 @@ fn main() -> ExitCode {
             jobs,
             fresh,
             json,
+            plan,
         } => {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             match name {
+                Some(name) if plan => repro_plan(&name, quick, out, fresh),
                 Some(name) if !all => repro(&name, quick, out, jobs, fresh, json),
                 _ => repro_all(quick, out, jobs, fresh),
             }
@@ -480,6 +486,56 @@ fn arbiter_bench(cfg: &dcsim_arbiter_bench::bench::BenchConfig, json: Option<Pat
     ExitCode::SUCCESS
 }
 
+/// The folder of experiment `name`: `out`, or results/repro/NAME (NAME-quick).
+fn repro_out(name: &str, quick: bool, out: Option<PathBuf>) -> PathBuf {
+    out.unwrap_or_else(|| {
+        Path::new("results/repro").join(if quick {
+            format!("{name}-quick")
+        } else {
+            name.to_string()
+        })
+    })
+}
+
+/// `dcsim repro NAME --plan`: the experiment's runs, each complete or to run.
+fn repro_plan(name: &str, quick: bool, out: Option<PathBuf>, fresh: bool) -> ExitCode {
+    if let Err(e) = dcsim_repro::experiment(name) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let opts = dcsim_repro::Options {
+        quick,
+        out: repro_out(name, quick, out),
+        jobs: 1,
+        fresh,
+        siblings: None,
+    };
+    match dcsim_repro::plan(name, &opts) {
+        Ok(None) => {
+            println!("{name} runs the other ExpressPass experiments; plan each of them");
+            ExitCode::SUCCESS
+        }
+        Ok(Some(runs)) => {
+            for r in &runs {
+                let state = if r.complete { "complete" } else { "to run" };
+                println!("{}\t{state}", r.name);
+            }
+            let done = runs.iter().filter(|r| r.complete).count();
+            println!(
+                "{name}: {} runs in {}, {done} complete, {} to run",
+                runs.len(),
+                opts.out.display(),
+                runs.len() - done
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn repro(
     name: &str,
     quick: bool,
@@ -492,13 +548,7 @@ fn repro(
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    let out = out.unwrap_or_else(|| {
-        Path::new("results/repro").join(if quick {
-            format!("{name}-quick")
-        } else {
-            name.to_string()
-        })
-    });
+    let out = repro_out(name, quick, out);
     let opts = dcsim_repro::Options {
         quick,
         out,

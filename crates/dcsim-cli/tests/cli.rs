@@ -965,3 +965,54 @@ fn what_would_not_fit_is_refused_before_it_is_built() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("more than the 0.5 GB available"), "{err}");
 }
+
+/// `dcsim repro NAME --plan` runs nothing and lists the runs with what the folder holds:
+/// every run to run in a new folder, every run complete after the experiment has run.
+#[test]
+fn repro_plan_lists_the_runs_and_what_is_complete() {
+    let d = tmp("plan");
+    let out = d.path().join("cq");
+    let out = out.to_str().unwrap();
+    let plan = |args: &[&str]| {
+        let o = dcsim(
+            &[
+                &[
+                    "repro",
+                    "xpass-credit-queue",
+                    "--quick",
+                    "--plan",
+                    "--out",
+                    out,
+                ],
+                args,
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let before = plan(&[]);
+    let runs = before.lines().filter(|l| l.ends_with("\tto run")).count();
+    assert!(
+        runs > 1 && before.contains(&format!("{runs} runs in")),
+        "{before}"
+    );
+    assert!(
+        !Path::new(out).join("result.json").exists(),
+        "a plan runs nothing"
+    );
+    let o = dcsim(&["repro", "xpass-credit-queue", "--quick", "--out", out]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = plan(&[]);
+    assert!(
+        after.contains(&format!("{runs} complete, 0 to run")),
+        "{after}"
+    );
+    let fresh = plan(&["--fresh"]);
+    assert!(
+        fresh.contains(&format!("0 complete, {runs} to run")),
+        "{fresh}"
+    );
+    let o = dcsim(&["repro", "no-such-thing", "--plan"]);
+    assert_eq!(o.status.code(), Some(2));
+}
