@@ -40,6 +40,8 @@ pub enum Class {
 impl Class {
     /// Number of classes, for per-class counter arrays.
     pub const COUNT: usize = 3;
+    /// Every class, in counter-array order.
+    pub const ALL: [Self; Self::COUNT] = [Self::Data, Self::Control, Self::Credit];
     /// Lowercase name for output columns.
     pub const fn name(self) -> &'static str {
         match self {

@@ -805,3 +805,20 @@ fn queue_occupancy(world: &World) -> Option<Value> {
     }
     Some(Value::Object(out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PORT_HEADER;
+    use dcsim_net::Class;
+
+    /// ports.csv has a drop column for every traffic class, named by the class: a class
+    /// added to the network without its column fails here.
+    #[test]
+    fn ports_have_a_drop_column_per_class() {
+        for (i, c) in Class::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i, "Class::ALL is in counter order");
+            let col = format!("{}_drops", c.name());
+            assert!(PORT_HEADER.contains(&col.as_str()), "ports.csv lacks {col}");
+        }
+    }
+}
