@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -147,7 +148,7 @@ def _on_dask(
     say(f"{name}: {len(plan['runs'])} runs, {len(plan['runs']) - len(todo)} complete, {len(todo)} to run")
     if not todo:
         return
-    own_cluster = None
+    own_cluster, own_client = None, False
     if client is None:
         own_cluster = LocalCluster(
             n_workers=workers or os.cpu_count() or 1,
@@ -155,19 +156,24 @@ def _on_dask(
             processes=True,
             dashboard_address=":0",
         )
-        client = Client(own_cluster)
+        client, own_client = Client(own_cluster), True
     elif isinstance(client, str):
-        client = Client(client)
+        client, own_client = Client(client), True
     failed = {}
     try:
         started = time.monotonic()
         where = os.fspath(out.resolve())
-        futures = [
-            client.submit(_repro_run, name, quick, where, fresh, run, key=f"dcsim-repro-{name}-{run}", pure=False)
+        # Keys name the folder too: two reproductions of one experiment into two folders
+        # on one cluster are different tasks.
+        folder = hashlib.sha256(where.encode()).hexdigest()[:12]
+        futures = {
+            client.submit(
+                _repro_run, name, quick, where, fresh, run, key=f"dcsim-repro-{name}-{folder}-{run}", pure=False
+            ): run
             for run in todo
-        ]
-        for i, f in enumerate(as_completed(futures), 1):
-            run = todo[futures.index(f)]
+        }
+        for i, f in enumerate(as_completed(list(futures)), 1):
+            run = futures[f]
             try:
                 f.result()
                 say(f"  [{i}/{len(todo)}] {run} done ({time.monotonic() - started:.1f} s)")
@@ -175,8 +181,9 @@ def _on_dask(
                 failed[run] = f"{type(e).__name__}: {e}"
                 say(f"  [{i}/{len(todo)}] {run} FAILED: {e}")
     finally:
-        if own_cluster is not None:
+        if own_client:
             client.close()
+        if own_cluster is not None:
             own_cluster.close()
     if failed:
         raise RuntimeError(f"{name}: {len(failed)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failed.items())))
