@@ -35,8 +35,8 @@ What it does:
 4. Runs dcsim's twins, the scenarios `dcsim repro xpass-convergence` writes (run once into
    WORK/dcsim-repro), with seeds 1..N and a pcap trace of the bottleneck port added, and
    measures them at the same point: the payload of the data leaving the bottleneck, binned
-   by departure. (dcsim's experiment counts goodput at the receivers, about 32 us later,
-   which the first bins after the join feel.)
+   by departure (as the experiment itself now bins it, through its time series' offset;
+   the trace keeps this check independent of that).
 
 It prints a Markdown table: per speed and alpha, the median and range over the seeds of the
 RTTs to reach the fair share and to stay there, ns-2 beside dcsim.

@@ -204,6 +204,7 @@ pub fn timeseries(every: Dur, ports: &[&str]) -> OutputSpec {
             flows: FlowSelection::Keyword(FlowKeyword::All),
             cwnd: false,
             ports: ports.iter().map(|p| (*p).to_string()).collect(),
+            offset: Dur::ZERO,
         }),
         ..OutputSpec::default()
     }

@@ -20,6 +20,9 @@ pub(crate) struct Sampler {
     pub cwnd: bool,
     pub ports: Vec<(PortId, String)>,
     pub last_bytes: Vec<u64>,
+    /// Whether the bytes delivered at the start of the first interval are known: not
+    /// until the first event of a sampler with an offset, which only reads them.
+    primed: bool,
     /// The rows, on disk as they are taken.
     pub spill: SampleSpill,
     /// Scratch for a flow's number and its transport's samples.
@@ -56,6 +59,7 @@ impl Sampler {
             flows: flow_ids,
             cwnd: ts.cwnd,
             ports,
+            primed: ts.offset == Dur::ZERO,
             spill: SampleSpill::new(None),
             id: String::new(),
             values: Vec::new(),
@@ -132,6 +136,16 @@ impl Sampler {
                 self.flows.push(FlowId::new(f));
                 self.last_bytes.push(0);
             }
+        }
+        if !self.primed {
+            // The offset: the first interval starts here.
+            self.primed = true;
+            for (k, &f) in self.flows.iter().enumerate() {
+                if f.index() < flows.len() {
+                    self.last_bytes[k] = flows.delivered_bytes(f);
+                }
+            }
+            return now + self.every;
         }
         for (k, &f) in self.flows.iter().enumerate() {
             // A listed generator flow that has not been created yet has nothing to sample.

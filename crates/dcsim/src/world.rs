@@ -194,7 +194,12 @@ impl World {
             sched.schedule(warmup, Event::WindowStart);
         }
         let sampler = spec.output.timeseries.as_ref().map(|ts| {
-            sched.schedule(Time::from_dur(ts.every), Event::Sample);
+            let first = if ts.offset > Dur::ZERO {
+                ts.offset
+            } else {
+                ts.every
+            };
+            sched.schedule(Time::from_dur(first), Event::Sample);
             Sampler::new(ts, &net, &scenario.graph, flows.len())
         });
         let n_ports = net.ports().len();

@@ -270,6 +270,17 @@ pub struct TimeseriesSpec {
     /// `"switches"` for every switch port.
     #[serde(default)]
     pub ports: Vec<String>,
+    /// Samples are taken at `offset + k·every` (k ≥ 1), each covering the `every` before
+    /// it; goodput before `offset` is not reported. An offset equal to the delay from a
+    /// port to the receivers makes the receivers' intervals those of the port's
+    /// departures (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: Dur,
+}
+
+/// Whether a duration is zero (a default left out of written scenarios).
+fn is_zero(d: &Dur) -> bool {
+    *d == Dur::ZERO
 }
 
 /// Which flows to sample.
