@@ -27,3 +27,16 @@ def run_cli(cli: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
     if check and r.returncode != 0:
         raise AssertionError(f"dcsim {' '.join(args)} failed ({r.returncode}): {r.stderr}")
     return r
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A LocalCluster of two single-threaded worker processes, one per test module."""
+    from distributed import Client, LocalCluster
+
+    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    client = Client(c)
+    yield client
+    client.close()
+    c.close()
+

@@ -34,17 +34,6 @@ def digests(out) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    from distributed import Client, LocalCluster
-
-    c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
-    client = Client(c)
-    yield client
-    client.close()
-    c.close()
-
-
-@pytest.fixture(scope="module")
 def reference(cli, tmp_path_factory):
     """`dcsim sweep` of the same points: the digests every other way must reproduce."""
     out = tmp_path_factory.mktemp("cli") / "sweep"

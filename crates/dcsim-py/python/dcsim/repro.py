@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dcsim import _dcsim
+from dcsim._dask import dask_client
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -137,7 +138,7 @@ def _on_dask(
 ) -> None:
     """Runs the runs of the experiment's plan that are not complete, one Dask task each;
     raises RuntimeError naming the runs that failed."""
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
 
     say = (lambda m: print(m, file=sys.stderr, flush=True)) if progress else (lambda m: None)
     plan = json.loads(_dcsim.repro_plan(name, quick, os.fspath(out), fresh))
@@ -148,19 +149,8 @@ def _on_dask(
     say(f"{name}: {len(plan['runs'])} runs, {len(plan['runs']) - len(todo)} complete, {len(todo)} to run")
     if not todo:
         return
-    own_cluster, own_client = None, False
-    if client is None:
-        own_cluster = LocalCluster(
-            n_workers=workers or os.cpu_count() or 1,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-        )
-        client, own_client = Client(own_cluster), True
-    elif isinstance(client, str):
-        client, own_client = Client(client), True
     failed = {}
-    try:
+    with dask_client(client, workers) as client:
         started = time.monotonic()
         where = os.fspath(out.resolve())
         # Keys name the folder too: two reproductions of one experiment into two folders
@@ -180,10 +170,5 @@ def _on_dask(
             except Exception as e:  # reported together below
                 failed[run] = f"{type(e).__name__}: {e}"
                 say(f"  [{i}/{len(todo)}] {run} FAILED: {e}")
-    finally:
-        if own_client:
-            client.close()
-        if own_cluster is not None:
-            own_cluster.close()
     if failed:
         raise RuntimeError(f"{name}: {len(failed)} runs failed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failed.items())))

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from contextlib import nullcontext
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dcsim import _dcsim
+from dcsim._dask import dask_client
 from dcsim.scenario import Scenario, toml_literal
 
 if TYPE_CHECKING:
@@ -132,7 +134,7 @@ def sweep(
     which Dask retries on another worker. Results are identical (digests) however many
     workers run them. Runs that fail are reported in the index and in ``Sweep.failed``.
     """
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
 
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_file(scenario)
@@ -156,19 +158,7 @@ def sweep(
     say(f"{plan['scenario']}: {len(plan['runs'])} runs, {len(plan['runs']) - len(todo)} complete, {len(todo)} to run")
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    own_cluster = None
-    if todo:
-        if client is None:
-            own_cluster = LocalCluster(
-                n_workers=workers or os.cpu_count() or 1,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=":0",
-            )
-            client = Client(own_cluster)
-        elif isinstance(client, str):
-            client = Client(client)
-    try:
+    with dask_client(client, workers) if todo else nullcontext(None) as client:
         started = time.monotonic()
         futures = [
             client.submit(
@@ -194,10 +184,6 @@ def sweep(
             except Exception as e:  # a run's failure is reported, not raised
                 result.failed[name] = f"{type(e).__name__}: {e}"
                 say(f"  [{i}/{len(todo)}] {name} FAILED: {e}")
-    finally:
-        if own_cluster is not None:
-            client.close()
-            own_cluster.close()
     _dcsim.sweep_index(args, sorted(result.failed.items()))
     say(f"index: {out_dir / 'index.csv'}")
     return result
