@@ -42,7 +42,7 @@ impl Oracle {
 
 impl Service for Oracle {
     type Event = OracleEvent;
-    const SUMMARY_KEY: &'static str = "oracle_work";
+    const SUMMARY_KEY: &'static str = "oracle";
     const CONFIGURED_BY: &'static str = "transport \"ideal\"";
     const WANTS_COMPLETIONS: bool = true;
 
@@ -111,8 +111,18 @@ impl Service for Oracle {
         }
     }
 
-    /// Allocation work done: links and flows visited by recomputations.
+    /// Recomputations (one per start or completion of an `ideal` flow), the links and
+    /// flows they visited, and that work per recomputation.
     fn summary(&self, _net: &Network, _flows: &Flows) -> Value {
-        Value::from(self.mm.work)
+        let per = if self.mm.changes == 0 {
+            Value::Null
+        } else {
+            Value::from(self.mm.work as f64 / self.mm.changes as f64)
+        };
+        serde_json::json!({
+            "changes": self.mm.changes,
+            "work": self.mm.work,
+            "work_per_change": per,
+        })
     }
 }

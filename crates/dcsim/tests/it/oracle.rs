@@ -113,4 +113,6 @@ fn the_ideal_transport_gives_processor_sharing_slowdowns() {
         .as_f64()
         .unwrap();
     assert!(small < 1.6, "0-10KB: {small}");
+    // One recomputation per start and per completion.
+    assert_eq!(s["oracle"]["changes"], 40_000, "{}", s["oracle"]);
 }
