@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use dcsim::estimate::Estimate;
 use dcsim::{ConfigError, Results, ScenarioSpec, World};
 use dcsim_columnar::Format;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -64,6 +65,10 @@ enum Cmd {
         /// Override a scenario value.
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        /// Also say how long the run will take on this machine: it runs for SECONDS of
+        /// wall time (default 4) and extrapolates.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "4")]
+        estimate: Option<f64>,
     },
     /// Print the fully resolved scenario, every default filled in.
     Show {
@@ -162,6 +167,11 @@ enum Cmd {
         /// already holds complete (what a resumed or distributed run has left to do).
         #[arg(long, conflicts_with_all = ["all", "json"])]
         plan: bool,
+        /// Run nothing: say how long the runs still to do will take on this machine, each
+        /// probed for SECONDS of wall time (default 2), and in all with --jobs.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "2",
+              conflicts_with_all = ["all", "json", "plan"])]
+        estimate: Option<f64>,
     },
     /// Print the claims and checks of experiments' result.json files as a Markdown table
     /// (the table of docs/reproductions.md is made this way from docs/results/).
@@ -247,7 +257,11 @@ fn main() -> ExitCode {
             threads,
         } => run(&file, out, seed, sets, quiet, format, threads.into()),
         Cmd::Sweep(args) => sweep::run(args),
-        Cmd::Check { file, sets } => match load(&file, &sets).and_then(|s| {
+        Cmd::Check {
+            file,
+            sets,
+            estimate,
+        } => match load(&file, &sets).and_then(|s| {
             let sources = s.sources()?;
             Ok((s, sources))
         }) {
@@ -269,7 +283,18 @@ fn main() -> ExitCode {
                 for w in warnings(&s, &sources) {
                     eprintln!("warning: {w}");
                 }
-                ExitCode::SUCCESS
+                match estimate.map(|secs| probe_budget(secs).map(|b| Estimate::of(s, b))) {
+                    None => ExitCode::SUCCESS,
+                    Some(Ok(Ok(e))) => {
+                        println!("  estimate: {e}");
+                        ExitCode::SUCCESS
+                    }
+                    Some(Ok(Err(e))) => config_error(&e),
+                    Some(Err(e)) => {
+                        eprintln!("error: --estimate: {e}");
+                        ExitCode::from(2)
+                    }
+                }
             }
             Err(e) => config_error(&e),
         },
@@ -363,11 +388,15 @@ fn main() -> ExitCode {
             fresh,
             json,
             plan,
+            estimate,
         } => {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             match name {
                 Some(name) if plan => repro_plan(&name, quick, out, fresh),
+                Some(name) if estimate.is_some() => {
+                    repro_estimate(&name, quick, out, fresh, jobs, estimate.unwrap_or(2.0))
+                }
                 Some(name) if !all => repro(&name, quick, out, jobs, fresh, json),
                 _ => repro_all(quick, out, jobs, fresh),
             }
@@ -534,6 +563,87 @@ fn repro_plan(name: &str, quick: bool, out: Option<PathBuf>, fresh: bool) -> Exi
             ExitCode::FAILURE
         }
     }
+}
+
+/// `dcsim repro NAME --estimate`: each run still to do, probed, and the whole with `jobs`.
+fn repro_estimate(
+    name: &str,
+    quick: bool,
+    out: Option<PathBuf>,
+    fresh: bool,
+    jobs: usize,
+    seconds: f64,
+) -> ExitCode {
+    use dcsim::estimate::human_seconds;
+    if let Err(e) = dcsim_repro::experiment(name) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let budget = match probe_budget(seconds) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: --estimate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = dcsim_repro::Options {
+        quick,
+        out: repro_out(name, quick, out),
+        jobs: 1,
+        fresh,
+        siblings: None,
+    };
+    let runs = match dcsim_repro::estimate(name, &opts, budget) {
+        Ok(Some(runs)) => runs,
+        Ok(None) => {
+            println!("{name} runs the other ExpressPass experiments; estimate each of them");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {name}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut times = Vec::new();
+    let mut unknown = 0;
+    for r in &runs {
+        match &r.estimate {
+            None => println!("{}	complete", r.name),
+            Some(Ok(e)) => {
+                println!("{}	{e}", r.name);
+                times.push(e.seconds);
+            }
+            Some(Err(e)) => {
+                println!("{}	no estimate: {e}", r.name);
+                unknown += 1;
+            }
+        }
+    }
+    // Longest first, each to the job that frees first (how --jobs hands runs out, near
+    // enough: it takes them in the experiment's order).
+    times.sort_by(|a, b| b.total_cmp(a));
+    let mut free = vec![0.0f64; jobs.max(1)];
+    for t in &times {
+        let j = (0..free.len())
+            .min_by(|&a, &b| free[a].total_cmp(&free[b]))
+            .unwrap_or(0);
+        free[j] += t;
+    }
+    let wall = free.iter().copied().fold(0.0, f64::max);
+    let total: f64 = times.iter().sum();
+    let longest = times.first().copied().unwrap_or(0.0);
+    print!(
+        "{name}: {} runs to run, {} of run time; with --jobs {jobs} about {} (the longest run {})",
+        times.len() + unknown,
+        human_seconds(total),
+        human_seconds(wall),
+        human_seconds(longest)
+    );
+    if unknown > 0 {
+        print!(", not counting {unknown} run(s) without an estimate");
+    }
+    println!();
+    ExitCode::SUCCESS
 }
 
 fn repro(
@@ -815,6 +925,15 @@ fn warnings(s: &dcsim::Scenario, sources: &[(dcsim::workload::FlowSource, u32)])
         }
     }
     out
+}
+
+/// The wall time a probe may take (`--estimate SECONDS`).
+fn probe_budget(seconds: f64) -> Result<Duration, String> {
+    if seconds.is_finite() && (0.1..=3600.0).contains(&seconds) {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!("{seconds} s: give between 0.1 and 3600 seconds"))
+    }
 }
 
 fn config_error(e: &ConfigError) -> ExitCode {

@@ -966,6 +966,41 @@ fn what_would_not_fit_is_refused_before_it_is_built() {
     assert!(err.contains("more than the 0.5 GB available"), "{err}");
 }
 
+/// `dcsim check --estimate` times a run the probe finishes and extrapolates one it does
+/// not; a budget out of range is refused.
+#[test]
+fn check_estimates_the_wall_time() {
+    let o = dcsim(&["check", "scenarios/dctcp-dumbbell.toml", "--estimate", "60"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("estimate: ") && text.contains("ran it to the end"),
+        "{text}"
+    );
+    // 100 simulated seconds of a fat-tree do not fit in 0.3 s of wall time.
+    let o = dcsim(&[
+        "check",
+        "scenarios/dctcp-fattree-permutation.toml",
+        "--set",
+        "sim.duration=\"100s\"",
+        "--estimate",
+        "0.3",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        text.contains("on this machine") && text.contains("of the simulated time"),
+        "{text}"
+    );
+    let o = dcsim(&["check", "scenarios/dctcp-dumbbell.toml", "--estimate", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--estimate: 0 s"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// `dcsim repro NAME --plan` runs nothing and lists the runs with what the folder holds:
 /// every run to run in a new folder, every run complete after the experiment has run.
 #[test]
@@ -997,6 +1032,38 @@ fn repro_plan_lists_the_runs_and_what_is_complete() {
         runs > 1 && before.contains(&format!("{runs} runs in")),
         "{before}"
     );
+    // --estimate probes each run to do (here briefly) and sums them up for --jobs.
+    let estimate = |args: &[&str]| {
+        let o = dcsim(
+            &[
+                &[
+                    "repro",
+                    "xpass-credit-queue",
+                    "--quick",
+                    "--jobs",
+                    "2",
+                    "--out",
+                    out,
+                    "--estimate",
+                    "0.2",
+                ],
+                args,
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let est = estimate(&[]);
+    let probed = est
+        .lines()
+        .filter(|l| l.contains("\tabout ") || l.contains("ran it to the end"))
+        .count();
+    assert_eq!(probed, runs, "{est}");
+    assert!(
+        est.contains(&format!("{runs} runs to run")) && est.contains("with --jobs 2 about"),
+        "{est}"
+    );
     assert!(
         !Path::new(out).join("result.json").exists(),
         "a plan runs nothing"
@@ -1012,6 +1079,12 @@ fn repro_plan_lists_the_runs_and_what_is_complete() {
     assert!(
         fresh.contains(&format!("0 complete, {runs} to run")),
         "{fresh}"
+    );
+    let est = estimate(&[]);
+    assert!(
+        est.lines().filter(|l| l.ends_with("\tcomplete")).count() == runs
+            && est.contains("0 runs to run"),
+        "{est}"
     );
     let o = dcsim(&["repro", "no-such-thing", "--plan"]);
     assert_eq!(o.status.code(), Some(2));

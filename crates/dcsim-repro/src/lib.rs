@@ -245,6 +245,48 @@ pub fn plan(name: &str, opts: &Options) -> Result<Option<Vec<PlannedRun>>, Strin
         .map(Some)
 }
 
+/// One run of an experiment's plan, with how long it will take on this machine.
+#[derive(Debug)]
+pub struct RunEstimate {
+    /// Its folder's name under `runs/`.
+    pub name: String,
+    /// Its folder holds its complete results already: nothing to run.
+    pub complete: bool,
+    /// For a run still to do: its estimate, or why there is none.
+    pub estimate: Option<Result<dcsim::estimate::Estimate, String>>,
+}
+
+/// [`plan`], with each run still to do probed for `budget` of wall time and its whole
+/// time extrapolated ([`dcsim::estimate::Estimate`]): one run after the other, on one core.
+pub fn estimate(
+    name: &str,
+    opts: &Options,
+    budget: std::time::Duration,
+) -> Result<Option<Vec<RunEstimate>>, String> {
+    let e = experiment(name)?;
+    if e.name == ZERO_LOSS {
+        return Ok(None);
+    }
+    let _lock = take_folder(&opts.out, e.name)?;
+    planned_runs(e, opts)?
+        .into_iter()
+        .map(|r| {
+            let complete = !opts.fresh && common::reusable(&opts.out, &r)?;
+            let estimate = (!complete).then(|| {
+                let mut s = r.scenario.build(&r.name).map_err(|e| e.to_string())?;
+                s.flows.extend(r.extra_flows.iter().copied());
+                dcsim::estimate::Estimate::of(s, budget).map_err(|e| e.to_string())
+            });
+            Ok(RunEstimate {
+                name: r.name,
+                complete,
+                estimate,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map(Some)
+}
+
 /// Runs the run named `run` of experiment `name`'s plan into `opts.out/runs/<run>/`, as
 /// [`run`] would (reused if complete there, unless `opts.fresh`). Each run takes its own
 /// folder's lock, so any number of these may run at once, one per run.

@@ -42,6 +42,7 @@
 // summary.json is one `json!` literal with more keys than the default limit expands.
 #![recursion_limit = "256"]
 
+pub mod estimate;
 mod events;
 mod ideal;
 mod partition;

@@ -85,26 +85,9 @@ impl ScenarioSpec {
         )?;
         // Build every source once: it checks the pattern against the network (hosts in
         // range, files readable, load definitions complete) before anything runs.
-        let mut expected_flows = scenario.flows.len() as f64;
-        for (i, (s, _)) in scenario.sources()?.iter().enumerate() {
-            // Flows the source will make: known, or its rate over its horizon, capped.
-            let info = s.info();
-            let horizon = info.limits.until.or(scenario.spec.sim.duration);
-            let by_rate = match (info.flows_per_s, horizon) {
-                (Some(r), Some(h)) => Some(r * h.as_secs_f64()),
-                _ => None,
-            };
-            let n = [
-                info.flows.map(|f| f as f64),
-                info.limits.max_flows.map(|f| f as f64),
-                by_rate,
-            ]
-            .into_iter()
-            .flatten()
-            .fold(f64::INFINITY, f64::min);
-            if n.is_finite() {
-                expected_flows += n;
-            }
+        let sources = scenario.sources()?;
+        let expected_flows = scenario.expected_flows(&sources);
+        for (i, (s, _)) in sources.iter().enumerate() {
             if scenario.spec.sim.duration.is_none()
                 && s.peek()
                     .is_some_and(|f| f.size_bytes.is_none() && f.stop.is_none())

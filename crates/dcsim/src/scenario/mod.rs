@@ -109,6 +109,36 @@ impl Scenario {
             .map(|i| i as u32 + 1)
     }
 
+    /// The flows the run will have: those listed, and per source (as [`Scenario::sources`]
+    /// builds them) its known count, or its rate over its horizon (`until` or the run's
+    /// duration), capped by `max_flows`; a source without any bound counts none.
+    pub fn expected_flows(&self, sources: &[(FlowSource, u32)]) -> f64 {
+        sources
+            .iter()
+            .filter_map(|(s, _)| self.flows_of(s))
+            .fold(self.flows.len() as f64, |n, m| n + m)
+    }
+
+    /// The flows source `s` will make: known, or its rate over its horizon, capped; `None`
+    /// without any bound.
+    pub fn flows_of(&self, s: &FlowSource) -> Option<f64> {
+        let info = s.info();
+        let horizon = info.limits.until.or(self.spec.sim.duration);
+        let by_rate = match (info.flows_per_s, horizon) {
+            (Some(r), Some(h)) => Some(r * h.as_secs_f64()),
+            _ => None,
+        };
+        let m = [
+            info.flows.map(|f| f as f64),
+            info.limits.max_flows.map(|f| f as f64),
+            by_rate,
+        ]
+        .into_iter()
+        .flatten()
+        .fold(f64::INFINITY, f64::min);
+        m.is_finite().then_some(m)
+    }
+
     /// Builds the lazy flow sources of the generators, with their transport indexes.
     pub fn sources(&self) -> Result<Vec<(FlowSource, u32)>, ConfigError> {
         let p = &self.source_params;
