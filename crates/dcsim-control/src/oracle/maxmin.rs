@@ -31,11 +31,40 @@ use std::collections::BinaryHeap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Slot(pub u32);
 
+/// A flow's links, inline up to [`INLINE`], so that following a flow to its links reads
+/// no other allocation.
 #[derive(Clone, Debug)]
-struct Flow {
-    links: Vec<u32>,
-    /// The link that fixed its rate.
-    bottleneck: u32,
+enum Route {
+    Inline(u8, [u32; INLINE]),
+    Long(Box<[u32]>),
+}
+
+/// Links held inline: a three-tier fat-tree's longest route crosses six egress ports.
+const INLINE: usize = 6;
+
+impl Route {
+    fn new(links: &[u32]) -> Self {
+        if links.len() <= INLINE {
+            let mut a = [0; INLINE];
+            a[..links.len()].copy_from_slice(links);
+            Self::Inline(links.len() as u8, a)
+        } else {
+            Self::Long(links.into())
+        }
+    }
+
+    fn links(&self) -> &[u32] {
+        match self {
+            Self::Inline(n, a) => &a[..usize::from(*n)],
+            Self::Long(b) => b,
+        }
+    }
+}
+
+impl Default for Route {
+    fn default() -> Self {
+        Self::Inline(0, [0; INLINE])
+    }
 }
 
 /// What a recomputation reads of every flow on a link it touches, side by side.
@@ -44,6 +73,8 @@ struct Hot {
     rate: f64,
     /// `4·epoch + state` (below).
     mark: u64,
+    /// The link that fixed its rate.
+    bottleneck: u32,
 }
 
 /// Rates this close (relatively) are the same rate.
@@ -70,7 +101,8 @@ fn key(level: f64, kind: u128, index: u32) -> u128 {
 pub struct MaxMin {
     caps: Vec<f64>,
     on_link: Vec<Vec<u32>>,
-    flows: Vec<Option<Flow>>,
+    /// Per slot: the flow's links while it is present.
+    flows: Vec<Option<Route>>,
     free: Vec<u32>,
     // Scratch, reused across changes.
     /// Per link: the epoch in which it was last touched.
@@ -125,10 +157,7 @@ impl MaxMin {
     /// every flow whose rate changed (the new one included), with its new rate.
     pub fn add(&mut self, links: &[u32]) -> (Slot, &[(Slot, f64)]) {
         assert!(!links.is_empty(), "a flow crosses at least one link");
-        let flow = Flow {
-            links: links.to_vec(),
-            bottleneck: links[0],
-        };
+        let flow = Route::new(links);
         let id = match self.free.pop() {
             Some(id) => {
                 self.flows[id as usize] = Some(flow);
@@ -148,6 +177,7 @@ impl MaxMin {
         self.hot[id as usize] = Hot {
             rate: f64::INFINITY,
             mark: 4 * self.epoch + DEVIATING,
+            bottleneck: links[0],
         };
         self.refill(links);
         (Slot(id), &self.changed)
@@ -156,7 +186,7 @@ impl MaxMin {
     /// Removes flow `s`; returns every other flow whose rate changed.
     pub fn remove(&mut self, s: Slot) -> &[(Slot, f64)] {
         let f = self.flows[s.0 as usize].take().expect("a present flow");
-        for &l in &f.links {
+        for &l in f.links() {
             let v = &mut self.on_link[l as usize];
             let i = v
                 .iter()
@@ -166,7 +196,7 @@ impl MaxMin {
         }
         self.free.push(s.0);
         self.begin();
-        self.refill(&f.links);
+        self.refill(f.links());
         &self.changed
     }
 
@@ -184,6 +214,11 @@ impl MaxMin {
 
     fn set_state(&mut self, f: u32, state: u64) {
         self.hot[f as usize].mark = 4 * self.epoch + state;
+    }
+
+    /// Flow `f`'s links, taken out while the caller changes the rest (put them back).
+    fn take_route(&mut self, f: u32) -> Route {
+        std::mem::take(self.flows[f as usize].as_mut().expect("listed flows exist"))
     }
 
     fn touched(&self, l: u32) -> bool {
@@ -261,17 +296,16 @@ impl MaxMin {
                 continue; // fixed already
             };
             self.set_state(f, FIXED);
-            let flow = self.flows[f as usize].as_mut().expect("listed flows exist");
-            flow.bottleneck = l;
-            let links = std::mem::take(&mut flow.links);
+            let route = self.take_route(f);
             let hot = &mut self.hot[f as usize];
+            hot.bottleneck = l;
             let moved = (hot.rate - share).abs() > SAME * share; // a new flow's rate is infinite
             if moved {
                 hot.rate = share;
                 self.changed.push((Slot(f), share));
             }
             let rate = hot.rate;
-            for &m in &links {
+            for &m in route.links() {
                 if self.touched(m) {
                     self.remaining[m as usize] -= rate;
                     self.unfixed[m as usize] -= 1;
@@ -281,7 +315,7 @@ impl MaxMin {
                     self.touch(m, now);
                 }
             }
-            self.flows[f as usize].as_mut().expect("listed").links = links;
+            self.flows[f as usize] = Some(route);
         }
         self.on_link[l as usize] = on;
     }
@@ -292,27 +326,27 @@ impl MaxMin {
             return;
         }
         self.work += 1;
-        let rate = self.hot[f as usize].rate;
-        let flow = self.flows[f as usize].as_mut().expect("listed flows exist");
-        let bottleneck = flow.bottleneck;
-        let links = std::mem::take(&mut flow.links);
+        let Hot {
+            rate, bottleneck, ..
+        } = self.hot[f as usize];
+        let route = self.take_route(f);
         if self.touched(bottleneck) {
             // Its bottleneck no longer fixes it here: its rate will rise.
             self.set_state(f, DEVIATING);
-            for &m in &links {
+            for &m in route.links() {
                 self.touch(m, now);
             }
         } else {
             // Its bottleneck fills as before and fixed it at its old rate.
             self.set_state(f, PASSED);
-            for &m in &links {
+            for &m in route.links() {
                 if self.touched(m) {
                     self.remaining[m as usize] -= rate;
                     self.unfixed[m as usize] -= 1;
                 }
             }
         }
-        self.flows[f as usize].as_mut().expect("listed").links = links;
+        self.flows[f as usize] = Some(route);
     }
 
     /// The fair share of link `l`: what remains over the flows not yet fixed (never
@@ -490,7 +524,7 @@ mod tests {
         #[test]
         fn rates_are_max_min_fair_and_incremental_equals_scratch(
             caps in proptest::collection::vec(1u32..100, 1..16),
-            ops in proptest::collection::vec((0u8..3, proptest::collection::vec(0u32..16, 1..6)), 1..80),
+            ops in proptest::collection::vec((0u8..3, proptest::collection::vec(0u32..16, 1..10)), 1..80),
         ) {
             let caps: Vec<f64> = caps.into_iter().map(f64::from).collect();
             let n = caps.len() as u32;
