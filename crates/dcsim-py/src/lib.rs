@@ -206,6 +206,45 @@ fn run(
     Ok(NativeResult { results })
 }
 
+/// How long a scenario will take to run on this machine: it runs for `seconds` of wall time
+/// with the GIL released and extrapolates (as `dcsim check --estimate`); the estimate as
+/// JSON.
+#[pyfunction]
+#[pyo3(signature = (text, path, sets, seconds))]
+fn estimate(
+    py: Python<'_>,
+    text: &str,
+    path: Option<&str>,
+    sets: Vec<String>,
+    seconds: f64,
+) -> PyResult<String> {
+    if !(seconds.is_finite() && (0.1..=3600.0).contains(&seconds)) {
+        return Err(PyValueError::new_err(format!(
+            "estimate: {seconds} s: give between 0.1 and 3600 seconds"
+        )));
+    }
+    let built = scenario(text, path, &sets)?;
+    let e = py
+        .detach(|| dcsim::estimate::Estimate::of(built, Duration::from_secs_f64(seconds)))
+        .map_err(|e| scenario_error(&e))?;
+    let basis = e.basis.map(|b| match b {
+        dcsim::estimate::Basis::SimTime => "simulated time",
+        dcsim::estimate::Basis::Flows => "flows",
+        dcsim::estimate::Basis::Bytes => "bytes",
+    });
+    Ok(serde_json::json!({
+        "seconds": e.seconds,
+        "build_seconds": e.build_seconds,
+        "probe_seconds": e.probe_seconds,
+        "covered": e.covered,
+        "basis": basis,
+        "events_per_second": e.events_per_second,
+        "flows": e.flows,
+        "text": e.to_string(),
+    })
+    .to_string())
+}
+
 /// The paper-reproduction experiments, as (name, description).
 #[pyfunction]
 fn experiments() -> Vec<(&'static str, &'static str)> {
@@ -427,6 +466,7 @@ fn _dcsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(json_to_toml, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(experiments, m)?)?;
     m.add_function(wrap_pyfunction!(repro, m)?)?;
     m.add_function(wrap_pyfunction!(repro_plan, m)?)?;

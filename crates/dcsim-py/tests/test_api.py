@@ -218,6 +218,21 @@ def test_ctrl_c_stops_a_run():
         signal.signal(signal.SIGINT, previous)
 
 
+def test_estimate_times_a_short_run_and_extrapolates_a_long_one():
+    done = short("dctcp-dumbbell.toml").estimate(seconds=60)
+    assert done["covered"] == 1.0 and done["basis"] is None, done
+    assert "ran it to the end" in done["text"]
+    # 100 simulated seconds of a fat-tree do not fit in 0.3 s of wall time.
+    long = dcsim.Scenario.from_file(SCENARIOS / "dctcp-fattree-permutation.toml").set(
+        "sim.duration", "100s"
+    )
+    e = long.estimate(seconds=0.3)
+    assert e["basis"] == "simulated time" and 0 < e["covered"] < 1, e
+    assert e["seconds"] > e["probe_seconds"] > 0 and "on this machine" in e["text"]
+    with pytest.raises(ValueError, match="between 0.1 and 3600"):
+        long.estimate(seconds=0)
+
+
 def test_scenarios_pickle():
     sc = short("websearch-star.toml")
     back = pickle.loads(pickle.dumps(sc))

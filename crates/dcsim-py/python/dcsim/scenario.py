@@ -149,6 +149,19 @@ class Scenario:
             sets.append(f"sim.seed={int(seed)}")
         return Result(_dcsim.run(self._text, self._path, sets, progress))
 
+    def estimate(self, seconds: float = 4.0) -> dict[str, Any]:
+        """How long :meth:`run` will take on this machine, as ``dcsim check --estimate``
+        says: the scenario runs for ``seconds`` of wall time and the rate of the second
+        half is extrapolated over what remains (simulated time, or bytes still to come).
+
+        Returns ``seconds`` (the whole run), ``build_seconds``, ``probe_seconds``,
+        ``covered`` (the share of the run the probe saw; 1 if it finished it), ``basis``
+        (``"simulated time"``, ``"bytes"`` or ``"flows"``; None if finished),
+        ``events_per_second``, ``flows`` (expected) and ``text`` (the sentence the command
+        line prints). A run that grows costlier after the probe makes the figure low.
+        """
+        return json.loads(_dcsim.estimate(self._text, self._path, list(self._sets), float(seconds)))
+
     def __repr__(self) -> str:
         where = f" from {self._path!r}" if self._path else ""
         extra = f", overrides {self._sets!r}" if self._sets else ""
