@@ -75,7 +75,7 @@ def main() -> None:
     for scheme, g in stats.groupby("transport.cc"):
         ax.errorbar(g["generators[0].pattern.load"], g["mean"], yerr=g["ci95"], marker="o", capsize=3, label=scheme)
     ax.set_xlabel("offered load (fraction of host link capacity)")
-    ax.set_ylabel("mean FCT slowdown (FCT / ideal FCT)")
+    ax.set_ylabel("mean FCT slowdown (FCT / unloaded FCT)")
     ax.set_ylim(bottom=1)
     ax.set_title(f"web-search flows on a 16-host 10 Gb/s star, {seeds} seeds, 95 % CI")
     ax.legend(title="congestion control")

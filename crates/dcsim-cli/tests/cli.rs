@@ -76,7 +76,7 @@ fn run_writes_every_result_file_and_output_is_byte_identical() {
     assert_eq!(s["resolved_scenario"]["topology"]["pairs"], 2);
     let header = std::fs::read_to_string(d.join("a/flows.csv")).unwrap();
     assert!(header.starts_with(
-        "flow_id,src,dst,transport,size_bytes,start_ns,end_ns,fct_ns,ideal_fct_ns,slowdown,"
+        "flow_id,src,dst,transport,size_bytes,start_ns,end_ns,fct_ns,unloaded_fct_ns,slowdown,"
     ));
     assert!(
         !std::fs::read_dir(d.join("a")).unwrap().any(|e| e

@@ -80,7 +80,7 @@ const FLOWS: &[(&str, DataType, bool)] = &[
     ("start_ns", UInt64, false),
     ("end_ns", UInt64, true),
     ("fct_ns", UInt64, true),
-    ("ideal_fct_ns", UInt64, true),
+    ("unloaded_fct_ns", UInt64, true),
     ("slowdown", Float64, true),
     ("delivered_bytes", UInt64, false),
     ("window_goodput_gbps", Float64, false),

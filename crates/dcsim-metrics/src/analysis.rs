@@ -74,7 +74,7 @@ pub struct FlowSample {
     pub size_bytes: u64,
     /// Flow completion time, µs; `None` if unfinished.
     pub fct_us: Option<f64>,
-    /// FCT over the ideal FCT; `None` if unfinished.
+    /// FCT over the unloaded FCT; `None` if unfinished.
     pub slowdown: Option<f64>,
 }
 

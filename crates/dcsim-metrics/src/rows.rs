@@ -25,9 +25,11 @@ pub struct FlowRow {
     pub end_ns: Option<u64>,
     /// Flow completion time, ns.
     pub fct_ns: Option<u64>,
-    /// Completion time alone on its path at line rate, ns.
-    pub ideal_fct_ns: Option<u64>,
-    /// `fct_ns / ideal_fct_ns`.
+    /// Completion time alone on its path at line rate (unloaded), ns. Read as
+    /// `ideal_fct_ns` too, its name before output schema 7.
+    #[serde(alias = "ideal_fct_ns")]
+    pub unloaded_fct_ns: Option<u64>,
+    /// `fct_ns / unloaded_fct_ns`.
     pub slowdown: Option<f64>,
     /// Bytes delivered in order to the receiver by the end of the run.
     pub delivered_bytes: u64,

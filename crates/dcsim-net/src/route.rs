@@ -153,7 +153,7 @@ impl Network {
         self.routes.path(route)
     }
 
-    /// Rate and delay of each link along `route` (for ideal completion times).
+    /// Rate and delay of each link along `route` (for unloaded completion times).
     pub fn path_links(&self, route: RouteId) -> impl Iterator<Item = (Rate, Dur)> + '_ {
         self.routes
             .path(route)

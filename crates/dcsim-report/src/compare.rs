@@ -660,12 +660,12 @@ fn figures(runs: &[Run], port: Option<&str>) -> Vec<Plot> {
     let slow: Vec<Panel> = [
         panel(
             "median slowdown per flow size",
-            "slowdown (FCT / ideal FCT)",
+            "slowdown (FCT / unloaded FCT)",
             4,
         ),
         panel(
             "99th-percentile slowdown per flow size",
-            "slowdown (FCT / ideal FCT)",
+            "slowdown (FCT / unloaded FCT)",
             5,
         ),
     ]

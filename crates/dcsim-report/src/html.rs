@@ -343,7 +343,7 @@ pub(crate) fn compare_page(
          distribution-free, from order statistics, and a side the sample cannot bound (a \
          99th percentile of fewer than about 300 flows has no upper bound) is drawn as a caret \
          and left empty in the tables. Means carry the normal 95 % interval. A dash is a \
-         figure the run did not measure (the kernel measures no ideal FCT, hence no \
+         figure the run did not measure (the kernel measures no unloaded FCT, hence no \
          slowdown, and only the queues of the ports it sampled).</p>",
     );
     body += &csv_table(

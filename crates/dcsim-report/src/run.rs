@@ -114,7 +114,7 @@ pub fn run_plots(r: &Results, flows: &[u32]) -> std::io::Result<Vec<Plot>> {
             panels.push(Panel::bars(
                 "slowdown per flow size",
                 cats,
-                "slowdown (FCT / ideal FCT)",
+                "slowdown (FCT / unloaded FCT)",
                 vec![
                     pick(|b| b.slowdown_mean, "mean"),
                     pick(|b| b.slowdown_p99, "99th percentile"),

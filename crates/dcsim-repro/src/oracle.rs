@@ -4,7 +4,7 @@
 //! Two hosts on one switch exchange Poisson web-search flows at load 0.5 of their links,
 //! so each direction is a single 10 Gb/s bottleneck. The oracle is fluid processor sharing
 //! on the same arrivals (`dcsim_metrics::oracle`), in wire bytes, plus each flow's fixed
-//! latency (propagation and store-and-forward of its ideal FCT): what a transport with
+//! latency (propagation and store-and-forward of its unloaded FCT): what a transport with
 //! perfect, instantaneous fair sharing and empty queues would achieve. M/G/1-PS theory puts
 //! its mean slowdown near 1/(1 − 0.5) = 2 for long flows.
 
@@ -47,7 +47,7 @@ fn oracle_samples(r: &Results) -> Vec<FlowSample> {
         let mine: Vec<_> = r
             .flows
             .iter()
-            .filter(|f| f.dst == dst && f.size_bytes.is_some() && f.ideal_fct_ns.is_some())
+            .filter(|f| f.dst == dst && f.size_bytes.is_some() && f.unloaded_fct_ns.is_some())
             .collect();
         let input: Vec<(f64, f64)> = mine
             .iter()
@@ -61,8 +61,8 @@ fn oracle_samples(r: &Results) -> Vec<FlowSample> {
         let ps = processor_sharing(&input, cap);
         for (f, t) in mine.iter().zip(ps) {
             let size = f.size_bytes.unwrap_or(0);
-            let ideal = f.ideal_fct_ns.unwrap_or(0) as f64 / 1e9;
-            // The ideal FCT less its serialization is the fixed latency of the path.
+            let ideal = f.unloaded_fct_ns.unwrap_or(0) as f64 / 1e9;
+            // The unloaded FCT less its serialization is the fixed latency of the path.
             let latency = (ideal - wire_bits(size) / cap).max(0.0);
             let fct = t + latency;
             out.push(FlowSample {
@@ -199,7 +199,7 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
             "workload": "Poisson, web search sizes, load 0.5 of the host links in wire bytes \
                 (1538/1460)",
             "oracle": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus \
-                each flow's fixed latency (ideal FCT less its serialization)",
+                each flow's fixed latency (unloaded FCT less its serialization)",
             "schemes": "as in xpass-fattree (ExpressPass as the 2017 fat-tree script, DCTCP \
                 with a 180-segment window cap), but DCTCP with TCP profile ideal (no \
                 handshake, initial window 10, host back-pressure)",

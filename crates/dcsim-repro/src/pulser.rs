@@ -461,7 +461,7 @@ mod tests {
             start_ns,
             end_ns: Some(end_ns),
             fct_ns: Some(end_ns - start_ns),
-            ideal_fct_ns: None,
+            unloaded_fct_ns: None,
             slowdown: None,
             delivered_bytes: size,
             window_goodput_gbps: 0.0,

@@ -9,7 +9,7 @@
 //! Each handler gets an [`EndpointCx`]: the time, sending on the endpoint's own NIC, its
 //! timers and its host state. It never sees the network, other flows or the scheduler:
 //! routes are chosen by the caller before the flow starts ([`FlowInfo`]) and the caller
-//! computes whatever needs the topology (ideal completion times).
+//! computes whatever needs the topology (unloaded completion times).
 
 use core::fmt;
 
@@ -129,7 +129,7 @@ pub enum Grant {
     Slot(RouteId),
 }
 
-/// Sizes of a transport's packets, for ideal completion times.
+/// Sizes of a transport's packets, for unloaded completion times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketFormat {
     /// Payload bytes of a full data packet.

@@ -351,18 +351,18 @@ impl Flows {
     }
 
     /// Handles [`crate::FlowEvent::Start`]: opens both ends of the flow with the routes and
-    /// link rates in `info` (chosen by the caller) and starts the sender. `ideal_fct` is
+    /// link rates in `info` (chosen by the caller) and starts the sender. `unloaded_fct` is
     /// recorded for results.
     pub fn on_start<S: Sched>(
         &mut self,
         f: FlowId,
         info: &FlowInfo,
-        ideal_fct: Option<Dur>,
+        unloaded_fct: Option<Dur>,
         cx: &mut FlowCx<'_, S>,
     ) {
         let fl = &mut self.flows[f.index()];
         let src = fl.spec.src;
-        fl.record.ideal_fct = ideal_fct;
+        fl.record.unloaded_fct = unloaded_fct;
         let mut conn = self.transports[fl.spec.transport as usize].open(info, &self.rng);
         self.active += 1;
         let stale = &mut self.stale_timers;

@@ -16,7 +16,7 @@ pub struct FlowRecord {
     /// When the receiver held every byte.
     pub end: Option<Time>,
     /// Completion time alone on its path at line rate (computed by the caller).
-    pub ideal_fct: Option<Dur>,
+    pub unloaded_fct: Option<Dur>,
     /// Bytes the receiver holds in order (kept when the connection is dropped).
     pub delivered_bytes: u64,
     /// Bytes the flow ended up sending, when a stop time cut it short.

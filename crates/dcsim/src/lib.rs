@@ -44,7 +44,6 @@
 
 pub mod estimate;
 mod events;
-mod ideal;
 mod partition;
 mod results;
 mod samplers;
@@ -52,15 +51,16 @@ mod scenario;
 pub mod split;
 mod split_error;
 pub mod trace;
+mod unloaded;
 mod world;
 
-pub use ideal::ideal_fct;
 pub use results::{Results, label};
 pub use scenario::{
     ConfigError, EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec,
     SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic,
     default_queue, port_by_label,
 };
+pub use unloaded::unloaded_fct;
 pub use world::{Event, RunProgress, RunStats, World};
 
 pub use dcsim_control as control;

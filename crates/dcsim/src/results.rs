@@ -75,7 +75,7 @@ const FLOW_HEADER: &[&str] = &[
     "start_ns",
     "end_ns",
     "fct_ns",
-    "ideal_fct_ns",
+    "unloaded_fct_ns",
     "slowdown",
     "delivered_bytes",
     "window_goodput_gbps",
@@ -161,7 +161,7 @@ impl Results {
             let spec = flows_t.spec(f);
             let rec = flows_t.record(f);
             let fct = rec.end.map(|e| e - spec.start);
-            let slowdown = match (fct, rec.ideal_fct) {
+            let slowdown = match (fct, rec.unloaded_fct) {
                 (Some(a), Some(b)) if b.as_ps() > 0 => Some(a.as_ps() as f64 / b.as_ps() as f64),
                 _ => None,
             };
@@ -212,7 +212,7 @@ impl Results {
                 start_ns: spec.start.as_ns(),
                 end_ns: rec.end.map(|e| e.as_ns()),
                 fct_ns: fct.map(|d| d.as_ns()),
-                ideal_fct_ns: rec.ideal_fct.map(|d| d.as_ns()),
+                unloaded_fct_ns: rec.unloaded_fct.map(|d| d.as_ns()),
                 slowdown,
                 delivered_bytes: rec.delivered_bytes,
                 window_goodput_gbps: goodput,
@@ -735,6 +735,10 @@ fn flows_csv(rows: &[FlowRow], kinds: &[&str], columns: &[(&str, &str)]) -> Vec<
     w.into_inner().expect(ok)
 }
 
+/// Fixed columns of flows.csv under their former names, read into the rows as their
+/// present ones (`FlowRow`'s serde aliases), not as counters.
+const RENAMED_FLOW_COLUMNS: &[&str] = &["ideal_fct_ns"];
+
 /// Reads `flows.csv` back: the fixed columns into the rows, the others into their
 /// counters (an empty cell is a counter of another transport).
 fn read_flows(bytes: &[u8]) -> Result<Vec<FlowRow>, csv::Error> {
@@ -743,7 +747,7 @@ fn read_flows(bytes: &[u8]) -> Result<Vec<FlowRow>, csv::Error> {
     let extra: Vec<(usize, &str)> = header
         .iter()
         .enumerate()
-        .filter(|(_, h)| !FLOW_HEADER.contains(h))
+        .filter(|(_, h)| !FLOW_HEADER.contains(h) && !RENAMED_FLOW_COLUMNS.contains(h))
         .collect();
     let mut rows = Vec::new();
     for rec in r.records() {
@@ -808,8 +812,21 @@ fn queue_occupancy(world: &World) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::PORT_HEADER;
+    use super::{PORT_HEADER, read_flows};
     use dcsim_net::Class;
+
+    /// A flows.csv written before output schema 7 (`ideal_fct_ns`) reads back: the column
+    /// into `unloaded_fct_ns`, not into the counters.
+    #[test]
+    fn flows_under_former_column_names_read_back() {
+        let csv = "flow_id,src,dst,transport,size_bytes,start_ns,end_ns,fct_ns,ideal_fct_ns,\
+                   slowdown,delivered_bytes,window_goodput_gbps,retransmits,measured,timeouts\n\
+                   0,1,2,dctcp,1000,5,105,100,40,2.5,1000,0.0,0,true,0\n";
+        let rows = read_flows(csv.as_bytes()).unwrap();
+        assert_eq!(rows[0].unloaded_fct_ns, Some(40));
+        assert!(!rows[0].counters.contains_key("ideal_fct_ns"));
+        assert_eq!(rows[0].counters.get("timeouts"), Some(0));
+    }
 
     /// ports.csv has a drop column for every traffic class, named by the class: a class
     /// added to the network without its column fails here.

@@ -13,9 +13,9 @@ use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows};
 use dcsim_workload::FlowSource;
 
 use crate::events::EventLog;
-use crate::ideal::ideal_fct;
 use crate::samplers::{Occupancy, Sampler};
 use crate::trace::Tracer;
+use crate::unloaded::unloaded_fct;
 
 use crate::scenario::{ConfigError, Scenario};
 
@@ -648,7 +648,7 @@ impl World {
     }
 
     /// Starts flow `f`: picks its routes (per-flow ECMP by a hash of its number), computes
-    /// its ideal completion time, hands both to its transport, then tells the control-plane
+    /// its unloaded completion time, hands both to its transport, then tells the control-plane
     /// services.
     ///
     /// # Panics
@@ -677,7 +677,7 @@ impl World {
     }
 
     /// What flow `f`'s ends are opened with (its routes, interned if new, and its hosts'
-    /// link rates), and its ideal completion time if it has a size.
+    /// link rates), and its unloaded completion time if it has a size.
     pub(crate) fn flow_info(&mut self, f: FlowId) -> (FlowInfo, Option<Dur>) {
         let spec = *self.flows.spec(f);
         let transport = self.flows.transport_of(f);
@@ -690,7 +690,7 @@ impl World {
             } else {
                 fwd
             };
-            ideal_fct(
+            unloaded_fct(
                 self.net.path_links(route),
                 size,
                 format.payload_bytes,

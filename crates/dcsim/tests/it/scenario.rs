@@ -249,7 +249,7 @@ fn reno_incast_with_small_buffer_drops_and_still_delivers_every_byte() {
     assert_eq!(s["flows_completed"], 32);
     for f in &r.flows {
         assert_eq!(Some(f.delivered_bytes), f.size_bytes, "flow {}", f.flow_id);
-        assert!(f.fct_ns.unwrap() >= f.ideal_fct_ns.unwrap());
+        assert!(f.fct_ns.unwrap() >= f.unloaded_fct_ns.unwrap());
     }
     assert!(r.flows.iter().map(|f| f.retransmits).sum::<u64>() > 0);
     // The receiver's link is the bottleneck: 2 MB at 10 Gb/s take at least 1.68 ms.
@@ -277,9 +277,9 @@ fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
     let f = &r.flows[0];
     // One 1538 B frame over three 10 Gb/s links (1230.4 ns each) + 50 us propagation
     // = 53,691.2 ns, reported in whole ns.
-    assert_eq!(f.ideal_fct_ns, Some(53_691));
+    assert_eq!(f.unloaded_fct_ns, Some(53_691));
     assert_eq!(
-        f.fct_ns, f.ideal_fct_ns,
+        f.fct_ns, f.unloaded_fct_ns,
         "a single segment is sent at once and never waits"
     );
 }

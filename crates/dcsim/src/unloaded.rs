@@ -1,4 +1,4 @@
-//! Ideal completion times: a flow alone on its path at line rate.
+//! Unloaded completion times: a flow alone on its path at line rate.
 
 use dcsim_engine::{Dur, Rate};
 use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
@@ -11,7 +11,7 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 /// For equal packets through a tandem of links, packet k leaves hop i at
 /// `Σ_{j≤i} tx_j + Σ_{j<i} d_j + k·max_{j≤i} tx_j`; the last (possibly shorter) packet is
 /// then followed hop by hop.
-pub fn ideal_fct(
+pub fn unloaded_fct(
     links: impl Iterator<Item = (Rate, Dur)>,
     size_bytes: u64,
     payload: u64,
@@ -48,15 +48,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ideal_fct_of_one_packet_is_store_and_forward_plus_propagation() {
+    fn unloaded_fct_of_one_packet_is_store_and_forward_plus_propagation() {
         let links = [(Rate::from_gbps(10), Dur::from_us(1)); 3];
-        let d = ideal_fct(links.into_iter(), 100, 1460, 1538);
+        let d = unloaded_fct(links.into_iter(), 100, 1460, 1538);
         // 100 B payload + 40 B TCP/IP + 38 B framing = 178 wire bytes per hop.
         assert_eq!(d, Rate::from_gbps(10).tx_time(178) * 3 + Dur::from_us(3));
     }
 
     #[test]
-    fn ideal_fct_pipelines_behind_the_bottleneck() {
+    fn unloaded_fct_pipelines_behind_the_bottleneck() {
         // 10 full packets, 10G then 1G then 10G: the last arrives after the first packet's
         // path time plus 9 serializations at 1G.
         let links = [
@@ -64,7 +64,7 @@ mod tests {
             (Rate::from_gbps(1), Dur::from_us(1)),
             (Rate::from_gbps(10), Dur::from_us(1)),
         ];
-        let d = ideal_fct(links.into_iter(), 14600, 1460, 1538);
+        let d = unloaded_fct(links.into_iter(), 14600, 1460, 1538);
         let first = Rate::from_gbps(10).tx_time(1538) * 2
             + Rate::from_gbps(1).tx_time(1538)
             + Dur::from_us(3);
