@@ -1064,14 +1064,16 @@ fn progress_bar(world: &World, quiet: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let spec = &world.scenario().spec;
-    let (len, what) = match spec.sim.duration {
-        Some(d) => (d.as_ns(), "simulated time"),
-        None => (world.flows().len() as u64, "flows done"),
+    // With a duration, the share of simulated time done gives an estimate of the time left;
+    // a run that ends when its flows are done has no fixed total to measure against.
+    let (len, what, left) = match spec.sim.duration {
+        Some(d) => (d.as_ns(), "simulated time", ", about {eta} left"),
+        None => (world.flows().len() as u64, "flows done", ""),
     };
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template(&format!(
-            "{{bar:40}} {{percent:>3}}% of {what}  {{msg}}  [{{elapsed_precise}}]"
+            "{{bar:40}} {{percent:>3}}% of {what}  {{msg}}  [{{elapsed_precise}}{left}]"
         ))
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
