@@ -261,42 +261,12 @@ fn main() -> ExitCode {
             file,
             sets,
             estimate,
-        } => match load(&file, &sets).and_then(|s| {
-            let sources = s.sources()?;
-            Ok((s, sources))
-        }) {
-            Ok((s, sources)) => {
-                let links = s.graph.links.len();
-                let switches = s.graph.nodes.len() - s.graph.hosts.len();
-                println!(
-                    "{}: ok: {} hosts, {switches} switches, {links} links, {} flows listed",
-                    file.display(),
-                    s.graph.hosts.len(),
-                    s.flows.len()
-                );
-                for g in generators(&sources) {
-                    println!("  generator {g}");
-                }
-                for n in &s.port_notes {
-                    println!("  {n}");
-                }
-                for w in warnings(&s, &sources) {
-                    eprintln!("warning: {w}");
-                }
-                match estimate.map(|secs| probe_budget(secs).map(|b| Estimate::of(s, b))) {
-                    None => ExitCode::SUCCESS,
-                    Some(Ok(Ok(e))) => {
-                        println!("  estimate: {e}");
-                        ExitCode::SUCCESS
-                    }
-                    Some(Ok(Err(e))) => config_error(&e),
-                    Some(Err(e)) => {
-                        eprintln!("error: --estimate: {e}");
-                        ExitCode::from(2)
-                    }
-                }
+        } => match estimate.map(probe_budget).transpose() {
+            Err(e) => {
+                eprintln!("error: --estimate: {e}");
+                ExitCode::from(2)
             }
-            Err(e) => config_error(&e),
+            Ok(budget) => check(&file, &sets, budget),
         },
         Cmd::Show { file, sets } => match load(&file, &sets) {
             Ok(s) => emit(&s.to_toml()),
@@ -925,6 +895,43 @@ fn warnings(s: &dcsim::Scenario, sources: &[(dcsim::workload::FlowSource, u32)])
         }
     }
     out
+}
+
+/// `dcsim check FILE`: validates, describes the generators and the ports' disciplines,
+/// warns, and with a probe `budget` says how long the run will take.
+fn check(file: &Path, sets: &[String], budget: Option<Duration>) -> ExitCode {
+    let (s, sources) = match load(file, sets).and_then(|s| {
+        let sources = s.sources()?;
+        Ok((s, sources))
+    }) {
+        Ok(x) => x,
+        Err(e) => return config_error(&e),
+    };
+    let links = s.graph.links.len();
+    let switches = s.graph.nodes.len() - s.graph.hosts.len();
+    println!(
+        "{}: ok: {} hosts, {switches} switches, {links} links, {} flows listed",
+        file.display(),
+        s.graph.hosts.len(),
+        s.flows.len()
+    );
+    for g in generators(&sources) {
+        println!("  generator {g}");
+    }
+    for n in &s.port_notes {
+        println!("  {n}");
+    }
+    for w in warnings(&s, &sources) {
+        eprintln!("warning: {w}");
+    }
+    match budget.map(|b| Estimate::of(s, b)) {
+        None => ExitCode::SUCCESS,
+        Some(Ok(e)) => {
+            println!("  estimate: {e}");
+            ExitCode::SUCCESS
+        }
+        Some(Err(e)) => config_error(&e),
+    }
 }
 
 /// The wall time a probe may take (`--estimate SECONDS`).

@@ -992,6 +992,18 @@ fn check_estimates_the_wall_time() {
         text.contains("on this machine") && text.contains("of the simulated time"),
         "{text}"
     );
+    // A run that ends when its generator's flows are done is measured in bytes delivered.
+    let o = dcsim(&[
+        "check",
+        "scenarios/websearch-star.toml",
+        "--set",
+        "generators[0].pattern.max_flows=1000000",
+        "--estimate",
+        "0.3",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("of the bytes"), "{text}");
     let o = dcsim(&["check", "scenarios/dctcp-dumbbell.toml", "--estimate", "0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -26,9 +26,10 @@ use crate::{ConfigError, Scenario, World};
 pub enum Basis {
     /// Simulated time, to the run's duration.
     SimTime,
-    /// Flows started, to the flows the generators will make.
+    /// Flows started, to the flows the run will have (where a generator's mean flow size
+    /// is unknown).
     Flows,
-    /// Bytes delivered, to the listed flows' sizes.
+    /// Bytes delivered, to the bytes its flows will carry.
     Bytes,
 }
 
