@@ -261,7 +261,7 @@ fn main() -> ExitCode {
             file,
             sets,
             estimate,
-        } => match estimate.map(probe_budget).transpose() {
+        } => match estimate.map(dcsim::estimate::budget).transpose() {
             Err(e) => {
                 eprintln!("error: --estimate: {e}");
                 ExitCode::from(2)
@@ -496,18 +496,32 @@ fn repro_out(name: &str, quick: bool, out: Option<PathBuf>) -> PathBuf {
     })
 }
 
-/// `dcsim repro NAME --plan`: the experiment's runs, each complete or to run.
-fn repro_plan(name: &str, quick: bool, out: Option<PathBuf>, fresh: bool) -> ExitCode {
+/// What `--plan` and `--estimate` look at: experiment `name`'s folder, its runs planned
+/// as one job would; an unknown name is an error (exit 2).
+fn plan_options(
+    name: &str,
+    quick: bool,
+    out: Option<PathBuf>,
+    fresh: bool,
+) -> Result<dcsim_repro::Options, ExitCode> {
     if let Err(e) = dcsim_repro::experiment(name) {
         eprintln!("error: {e}");
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
-    let opts = dcsim_repro::Options {
+    Ok(dcsim_repro::Options {
         quick,
         out: repro_out(name, quick, out),
         jobs: 1,
         fresh,
         siblings: None,
+    })
+}
+
+/// `dcsim repro NAME --plan`: the experiment's runs, each complete or to run.
+fn repro_plan(name: &str, quick: bool, out: Option<PathBuf>, fresh: bool) -> ExitCode {
+    let opts = match plan_options(name, quick, out, fresh) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     match dcsim_repro::plan(name, &opts) {
         Ok(None) => {
@@ -545,23 +559,16 @@ fn repro_estimate(
     seconds: f64,
 ) -> ExitCode {
     use dcsim::estimate::human_seconds;
-    if let Err(e) = dcsim_repro::experiment(name) {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let budget = match probe_budget(seconds) {
+    let opts = match plan_options(name, quick, out, fresh) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let budget = match dcsim::estimate::budget(seconds) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: --estimate: {e}");
             return ExitCode::from(2);
         }
-    };
-    let opts = dcsim_repro::Options {
-        quick,
-        out: repro_out(name, quick, out),
-        jobs: 1,
-        fresh,
-        siblings: None,
     };
     let runs = match dcsim_repro::estimate(name, &opts, budget) {
         Ok(Some(runs)) => runs,
@@ -931,15 +938,6 @@ fn check(file: &Path, sets: &[String], budget: Option<Duration>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Err(e)) => config_error(&e),
-    }
-}
-
-/// The wall time a probe may take (`--estimate SECONDS`).
-fn probe_budget(seconds: f64) -> Result<Duration, String> {
-    if seconds.is_finite() && (0.1..=3600.0).contains(&seconds) {
-        Ok(Duration::from_secs_f64(seconds))
-    } else {
-        Err(format!("{seconds} s: give between 0.1 and 3600 seconds"))
     }
 }
 

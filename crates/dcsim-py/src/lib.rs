@@ -218,14 +218,11 @@ fn estimate(
     sets: Vec<String>,
     seconds: f64,
 ) -> PyResult<String> {
-    if !(seconds.is_finite() && (0.1..=3600.0).contains(&seconds)) {
-        return Err(PyValueError::new_err(format!(
-            "estimate: {seconds} s: give between 0.1 and 3600 seconds"
-        )));
-    }
+    let budget = dcsim::estimate::budget(seconds)
+        .map_err(|e| PyValueError::new_err(format!("estimate: {e}")))?;
     let built = scenario(text, path, &sets)?;
     let e = py
-        .detach(|| dcsim::estimate::Estimate::of(built, Duration::from_secs_f64(seconds)))
+        .detach(|| dcsim::estimate::Estimate::of(built, budget))
         .map_err(|e| scenario_error(&e))?;
     let basis = e.basis.map(|b| match b {
         dcsim::estimate::Basis::SimTime => "simulated time",

@@ -156,6 +156,15 @@ impl Estimate {
     }
 }
 
+/// The wall time a probe may take, from seconds as a user gives them: 0.1 s to an hour.
+pub fn budget(seconds: f64) -> Result<Duration, String> {
+    if seconds.is_finite() && (0.1..=3600.0).contains(&seconds) {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!("{seconds} s: give between 0.1 and 3600 seconds"))
+    }
+}
+
 /// A duration in seconds as people say it: `40 s`, `12 min`, `3.4 h`.
 pub fn human_seconds(s: f64) -> String {
     if s < 10.0 {
