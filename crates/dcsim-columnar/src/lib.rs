@@ -232,7 +232,7 @@ pub fn tables_with_counters(
             Ok(Table { name, batch })
         };
     let mut out = vec![
-        table("flows", counters, &Flows(results, counters))?,
+        table("flows", counters, &Flows(results.flows()?, counters))?,
         table("ports", &[], &Plain(&results.ports))?,
         table("buckets", &[], &Plain(&results.buckets))?,
         table("tiers", &[], &Plain(&results.tiers))?,
@@ -323,17 +323,17 @@ impl<T: serde::Serialize> RowsOf for Plain<'_, T> {
 
 /// flows: the fixed columns from the rows, then one column per transport counter, empty
 /// for flows of other transports.
-struct Flows<'a>(&'a Results, &'a [String]);
+struct Flows<'a>(&'a [dcsim::metrics::FlowRow], &'a [String]);
 
 impl RowsOf for Flows<'_> {
     fn batch(&self, fields: &[FieldRef]) -> Result<RecordBatch, serde_arrow::Error> {
-        serde_arrow::to_record_batch(fields, &self.0.flows)
+        serde_arrow::to_record_batch(fields, &self.0)
     }
     fn extra(&self) -> Vec<ArrayRef> {
         self.1
             .iter()
             .map(|c| {
-                let a: UInt64Array = self.0.flows.iter().map(|r| r.counters.get(c)).collect();
+                let a: UInt64Array = self.0.iter().map(|r| r.counters.get(c)).collect();
                 Arc::new(a) as ArrayRef
             })
             .collect()

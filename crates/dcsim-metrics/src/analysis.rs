@@ -8,7 +8,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Distribution, PortRow};
+use std::io;
+use std::path::PathBuf;
+
+use crate::sorted::{DEFAULT_CHUNK, ExternalSort};
+use crate::{Ascending, Distribution, PortRow};
 
 /// A flow-size bucket: sizes in `(lo_bytes, hi_bytes]`; no upper end when `hi_bytes` is
 /// `None`.
@@ -139,39 +143,6 @@ impl Serialize for BucketStats {
     }
 }
 
-impl BucketStats {
-    fn of(set: &'static str, b: Bucket, flows: &[FlowSample]) -> Self {
-        let mut fct = Vec::new();
-        let mut sd = Vec::new();
-        let mut n = 0u64;
-        for f in flows.iter().filter(|f| b.contains(f.size_bytes)) {
-            n += 1;
-            if let (Some(t), Some(s)) = (f.fct_us, f.slowdown) {
-                fct.push(t);
-                sd.push(s);
-            }
-        }
-        let (fct, sd) = (Distribution::of(&mut fct), Distribution::of(&mut sd));
-        Self {
-            set,
-            bucket: b.name,
-            lo_bytes: b.lo_bytes,
-            hi_bytes: b.hi_bytes,
-            flows: n,
-            completed: fct.count,
-            fct_us_mean: fct.mean,
-            fct_us_p50: fct.p50,
-            fct_us_p99: fct.p99,
-            fct_us_p999: fct.p999,
-            fct_us_max: fct.max,
-            slowdown_mean: sd.mean,
-            slowdown_p50: sd.p50,
-            slowdown_p99: sd.p99,
-            slowdown_p999: sd.p999,
-        }
-    }
-}
-
 /// A row of `buckets.csv` as read back: the same fields with owned names.
 #[derive(Clone, Debug, Deserialize)]
 struct BucketRowOwned {
@@ -234,13 +205,140 @@ pub fn read_bucket_csv(bytes: &[u8]) -> Result<Vec<BucketStats>, String> {
 /// Statistics for every bucket of [`BUCKET_SETS`], preceded by one row (`all`) over every
 /// flow. Empty buckets are kept (with zero counts) so that files of different runs line up.
 pub fn bucket_stats(flows: &[FlowSample]) -> Vec<BucketStats> {
-    let mut rows = vec![BucketStats::of("all", Bucket::new("all", 0, None), flows)];
-    for set in BUCKET_SETS {
-        for &b in set.buckets {
-            rows.push(BucketStats::of(set.name, b, flows));
+    let mut s = FctStats::with_chunk(usize::MAX, None);
+    for &f in flows {
+        s.push(f);
+    }
+    s.finish().expect("nothing is written to disk").buckets
+}
+
+/// The rows of `buckets.csv`: `all`, then every bucket of every set.
+fn bucket_rows() -> impl Iterator<Item = (&'static str, Bucket)> {
+    std::iter::once(("all", Bucket::new("all", 0, None))).chain(
+        BUCKET_SETS
+            .iter()
+            .flat_map(|s| s.buckets.iter().map(|&b| (s.name, b))),
+    )
+}
+
+/// The tag bit of the summary's distributions: every measured flow that completed, whatever
+/// its size. The bits below it are the rows of [`bucket_rows`].
+const SUMMARY_BIT: u32 = 15;
+
+/// FCT and slowdown statistics of measured flows given one at a time: by bucket
+/// ([`bucket_stats`]'s rows) and over all of them, exact, in bounded memory. The values
+/// go through an [`ExternalSort`], which holds a chunk of them and writes the rest to a
+/// temporary file, and each distribution is read off the one sorted pass
+/// ([`Ascending`]), so the figures are those of sorting every value in memory.
+pub struct FctStats {
+    flows: Vec<u64>,
+    /// Completed flows per row, and (last) over all measured flows.
+    completed: Vec<u64>,
+    fct: ExternalSort,
+    slowdown: ExternalSort,
+}
+
+/// What [`FctStats::finish`] gives.
+#[derive(Clone, Debug)]
+pub struct FctSummary {
+    /// The rows of `buckets.csv`.
+    pub buckets: Vec<BucketStats>,
+    /// FCT of every measured flow that completed, µs.
+    pub fct_us: Distribution,
+    /// Slowdown of the same flows.
+    pub slowdown: Distribution,
+}
+
+impl FctStats {
+    /// Statistics that hold up to [`DEFAULT_CHUNK`] values of each kind in memory, and the
+    /// rest in temporary files in `dir` (`None`: the system's temporary folder).
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        Self::with_chunk(DEFAULT_CHUNK, dir)
+    }
+
+    /// [`FctStats::new`], holding up to `chunk` values of each kind in memory.
+    pub fn with_chunk(chunk: usize, dir: Option<PathBuf>) -> Self {
+        let rows = bucket_rows().count();
+        assert!(rows <= SUMMARY_BIT as usize, "a tag bit per row");
+        Self {
+            flows: vec![0; rows],
+            completed: vec![0; rows + 1],
+            fct: ExternalSort::new(chunk, dir.clone()),
+            slowdown: ExternalSort::new(chunk, dir),
         }
     }
-    rows
+
+    /// Adds one measured flow.
+    pub fn push(&mut self, f: FlowSample) {
+        let mut tag = 0u16;
+        for (k, (_, b)) in bucket_rows().enumerate() {
+            if b.contains(f.size_bytes) {
+                tag |= 1 << k;
+                self.flows[k] += 1;
+            }
+        }
+        if let (Some(t), Some(s)) = (f.fct_us, f.slowdown) {
+            tag |= 1 << SUMMARY_BIT;
+            for (k, c) in self.completed.iter_mut().enumerate() {
+                let bit = if k == self.flows.len() {
+                    SUMMARY_BIT
+                } else {
+                    k as u32
+                };
+                *c += u64::from(tag >> bit & 1);
+            }
+            self.fct.push(t, tag);
+            self.slowdown.push(s, tag);
+        }
+    }
+
+    /// The statistics of the flows given.
+    ///
+    /// # Errors
+    /// A temporary file could not be written or read.
+    pub fn finish(mut self) -> io::Result<FctSummary> {
+        let rows = self.flows.len();
+        let bit = |k: usize| if k == rows { SUMMARY_BIT } else { k as u32 };
+        let read = |s: &mut ExternalSort| -> io::Result<Vec<Distribution>> {
+            let mut acc: Vec<Ascending> =
+                self.completed.iter().map(|&n| Ascending::new(n)).collect();
+            s.for_each_sorted(|v, tag| {
+                for (k, a) in acc.iter_mut().enumerate() {
+                    if tag >> bit(k) & 1 == 1 {
+                        a.push(v);
+                    }
+                }
+            })?;
+            Ok(acc.iter().map(Ascending::finish).collect())
+        };
+        let fct = read(&mut self.fct)?;
+        let sd = read(&mut self.slowdown)?;
+        let buckets = bucket_rows()
+            .enumerate()
+            .map(|(k, (set, b))| BucketStats {
+                set,
+                bucket: b.name,
+                lo_bytes: b.lo_bytes,
+                hi_bytes: b.hi_bytes,
+                flows: self.flows[k],
+                completed: fct[k].count,
+                fct_us_mean: fct[k].mean,
+                fct_us_p50: fct[k].p50,
+                fct_us_p99: fct[k].p99,
+                fct_us_p999: fct[k].p999,
+                fct_us_max: fct[k].max,
+                slowdown_mean: sd[k].mean,
+                slowdown_p50: sd[k].p50,
+                slowdown_p99: sd[k].p99,
+                slowdown_p999: sd[k].p999,
+            })
+            .collect();
+        Ok(FctSummary {
+            buckets,
+            fct_us: fct[rows],
+            slowdown: sd[rows],
+        })
+    }
 }
 
 /// Port statistics aggregated over one link tier, such as every ToR-to-aggregation port (a
@@ -385,6 +483,86 @@ mod tests {
         assert_eq!((empty.flows, empty.completed), (0, 0));
         // 1 + 4 fine + 3 coarse rows, always, so files of different runs line up.
         assert_eq!(rows.len(), 8);
+    }
+
+    /// Statistics fed through temporary files (chunks of 1, 7 and 1,000 values) are those
+    /// of sorting every bucket's values in memory, bit for bit, with the summary's
+    /// distributions over every completed flow.
+    #[test]
+    fn streamed_statistics_equal_sorting_in_memory() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let flows: Vec<FlowSample> = (0..5_000)
+            .map(|_| {
+                let size = 1 + next() % 30_000_000;
+                let done = next() % 10 != 0;
+                let fct = (next() % 1_000_000) as f64 / 3.0;
+                FlowSample {
+                    size_bytes: size,
+                    fct_us: done.then_some(fct),
+                    slowdown: done.then_some(1.0 + fct / 1e4),
+                }
+            })
+            .collect();
+        let reference = |b: Bucket| {
+            let mine = flows.iter().filter(|f| b.contains(f.size_bytes));
+            let (mut t, mut s): (Vec<f64>, Vec<f64>) = mine
+                .clone()
+                .filter_map(|f| f.fct_us.zip(f.slowdown))
+                .unzip();
+            (
+                mine.count() as u64,
+                Distribution::of(&mut t),
+                Distribution::of(&mut s),
+            )
+        };
+        for chunk in [1, 7, 1_000, usize::MAX] {
+            let mut st = FctStats::with_chunk(chunk, None);
+            for &f in &flows {
+                st.push(f);
+            }
+            let got = st.finish().unwrap();
+            for (row, (_, b)) in got.buckets.iter().zip(bucket_rows()) {
+                let (n, t, s) = reference(b);
+                let bits = |v: [f64; 5]| v.map(f64::to_bits);
+                assert_eq!((row.flows, row.completed), (n, t.count), "{}", b.name);
+                assert_eq!(
+                    bits([
+                        row.fct_us_mean,
+                        row.fct_us_p50,
+                        row.fct_us_p99,
+                        row.fct_us_p999,
+                        row.fct_us_max
+                    ]),
+                    bits([t.mean, t.p50, t.p99, t.p999, t.max]),
+                    "{} chunk {chunk}",
+                    b.name
+                );
+                assert_eq!(
+                    bits([
+                        row.slowdown_mean,
+                        row.slowdown_p50,
+                        row.slowdown_p99,
+                        row.slowdown_p999,
+                        0.0
+                    ]),
+                    bits([s.mean, s.p50, s.p99, s.p999, 0.0]),
+                    "{} chunk {chunk}",
+                    b.name
+                );
+            }
+            let (mut t, mut s): (Vec<f64>, Vec<f64>) = flows
+                .iter()
+                .filter_map(|f| f.fct_us.zip(f.slowdown))
+                .unzip();
+            assert_eq!(got.fct_us, Distribution::of(&mut t));
+            assert_eq!(got.slowdown, Distribution::of(&mut s));
+        }
     }
 
     #[test]

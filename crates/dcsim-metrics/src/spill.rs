@@ -78,12 +78,12 @@ impl Read for BodyReader<'_> {
 }
 
 #[cfg(unix)]
-fn read_at(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+pub(crate) fn read_at(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(f, buf, pos)
 }
 
 #[cfg(windows)]
-fn read_at(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+pub(crate) fn read_at(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(f, buf, pos)
 }
 

@@ -75,7 +75,7 @@ pub fn run_plots(r: &Results, flows: &[u32]) -> std::io::Result<Vec<Plot>> {
         }
     }
     let mut fct: Vec<f64> = r
-        .flows
+        .flows()?
         .iter()
         .filter(|f| f.measured)
         .filter_map(|f| f.fct_ns.map(|n| n as f64 / 1e3))

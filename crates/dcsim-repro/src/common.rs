@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use dcsim::metrics::atomic_write;
+use dcsim::metrics::{FlowRow, atomic_write};
 use dcsim::{Results, ScenarioSpec, World};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -229,9 +229,14 @@ pub fn percentile(xs: &mut [f64], q: f64) -> f64 {
     nearest_rank(xs, q)
 }
 
+/// The rows of flows.csv of a run of [`run_one`], which loaded them.
+pub fn rows(r: &Results) -> &[FlowRow] {
+    r.flows().expect("run_one loads every run's rows")
+}
+
 /// Retransmission timeouts over a run's TCP flows.
 pub fn timeouts(r: &Results) -> u64 {
-    r.flows
+    rows(r)
         .iter()
         .filter_map(|f| f.counters.get("timeouts"))
         .sum()
@@ -310,6 +315,8 @@ pub(crate) fn run_one(out: &Path, fresh: bool, s: RunSpec) -> Result<Results, St
     world.spill_time_series_beside(&dir);
     world.run(&mut |_| {});
     let r = Results::collect(&mut world);
+    // Experiments read their runs' rows: loaded here, so a read error is this run's.
+    r.flows().map_err(|e| format!("{}: {e}", dir.display()))?;
     // The scenario and the results replace the run's folder together (a kill leaves the old
     // complete folder or the new one).
     let mut files: Vec<(&str, &[u8])> = vec![
@@ -428,7 +435,7 @@ mod tests {
         let dir = guard.path().to_path_buf();
         let ctx = Ctx::new(true, dir.clone(), 1).unwrap();
         let first = ctx.run_many(vec![spec(10_000)]).unwrap();
-        assert_eq!(first[0].flows.len(), 1);
+        assert_eq!(first[0].flows().unwrap().len(), 1);
         assert!(dir.join("runs/tiny/extra_flows.csv").is_file());
         mark(&dir);
         let again = ctx.run_many(vec![spec(10_000)]).unwrap();
@@ -448,7 +455,7 @@ mod tests {
             other[0].summary["wall_seconds"], -1.0,
             "other flows: run again"
         );
-        assert_eq!(other[0].flows[0].size_bytes, Some(20_000));
+        assert_eq!(other[0].flows().unwrap()[0].size_bytes, Some(20_000));
         // The same text resolved differently (a profile whose meaning changed between
         // versions): run again.
         mark(&dir);

@@ -12,7 +12,7 @@ use dcsim::{Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build::{self, FatTreeScheme as Scheme};
-use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, to_series};
+use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, rows, to_series};
 
 /// Every scheme that exists, in the order of the tables.
 const SCHEMES: &[Scheme] = &[
@@ -136,7 +136,7 @@ pub fn fattree(ctx: &Ctx) -> Result<Value, String> {
             put(
                 &mut out,
                 &[key, w, &gk],
-                wasted as f64 / r.flows.len().max(1) as f64,
+                wasted as f64 / rows(r).len().max(1) as f64,
             );
         }
         for t in r.tiers.iter().filter(|t| !t.tier.starts_with("host->")) {
@@ -315,8 +315,7 @@ fn plots(
                 });
                 means.push(stat(|b| b.fct_us_mean));
                 p99s.push(stat(|b| b.fct_us_p99));
-                let mut fct: Vec<f64> = r
-                    .flows
+                let mut fct: Vec<f64> = rows(r)
                     .iter()
                     .filter_map(|f| f.fct_ns)
                     .map(|x| x as f64 / 1e3)

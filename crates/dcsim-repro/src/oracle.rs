@@ -17,7 +17,7 @@ use dcsim::{Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build::{self, FatTreeScheme as Scheme};
-use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put};
+use crate::common::{Ctx, Panel, Plot, RunSpec, Series, put, rows};
 
 const GBPS: u64 = 10;
 const LOAD: f64 = 0.5;
@@ -44,8 +44,7 @@ fn oracle_samples(r: &Results) -> Vec<FlowSample> {
     let wire_bits = |size: u64| (size as f64 * 1538.0 / 1460.0) * 8.0;
     let mut out = Vec::new();
     for dst in [0u32, 1] {
-        let mine: Vec<_> = r
-            .flows
+        let mine: Vec<_> = rows(r)
             .iter()
             .filter(|f| f.dst == dst && f.size_bytes.is_some() && f.unloaded_fct_ns.is_some())
             .collect();
@@ -87,7 +86,7 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
     let mut out = json!({});
     // Both runs draw the same arrivals (same seed and generator); the oracle uses the first.
     let arrivals = |r: &Results| -> Vec<(u64, Option<u64>)> {
-        r.flows.iter().map(|f| (f.start_ns, f.size_bytes)).collect()
+        rows(r).iter().map(|f| (f.start_ns, f.size_bytes)).collect()
     };
     if results
         .windows(2)

@@ -22,7 +22,9 @@ use dcsim::{GeneratorEntry, Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build;
-use crate::common::{Ctx, Panel, Plot, RunSpec, k, percentile, put, series, timeouts, to_series};
+use crate::common::{
+    Ctx, Panel, Plot, RunSpec, k, percentile, put, rows, series, timeouts, to_series,
+};
 
 /// The schemes: key and what runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,7 +190,7 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
 /// flows are the 1 MB ones.
 fn classes(r: &Results) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut short, mut incast, mut long_gbps) = (Vec::new(), Vec::new(), Vec::new());
-    for f in r.flows.iter().skip(1) {
+    for f in rows(r).iter().skip(1) {
         let (Some(size), Some(fct)) = (f.size_bytes, f.fct_ns) else {
             continue;
         };
@@ -302,7 +304,7 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
             put(
                 &mut out,
                 &["short_flows_meeting_incast", sk, &lk],
-                incast_exposure(&r.flows[1..]),
+                incast_exposure(&rows(r)[1..]),
             );
             // The short-flow tail with the incast responses counted among the short flows.
             let mut both: Vec<f64> = short.iter().chain(&incast).copied().collect();

@@ -16,7 +16,7 @@ use dcsim::{GeneratorEntry, Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build;
-use crate::common::{Ctx, Panel, Plot, RunSpec, mean, percentile, put, timeouts};
+use crate::common::{Ctx, Panel, Plot, RunSpec, mean, percentile, put, rows, timeouts};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scheme {
@@ -109,11 +109,11 @@ fn scenario(s: Scheme, bursts: u32, every: Dur, long_bytes: u64) -> ScenarioSpec
 
 /// Short-flow FCTs (s) and the long flow's throughput (Mb/s, 0 if it did not finish).
 fn measure(r: &Results, long_bytes: u64) -> (Vec<f64>, f64) {
-    let short = r.flows[1..]
+    let short = rows(r)[1..]
         .iter()
         .filter_map(|f| f.fct_ns.map(|n| n as f64 / 1e9))
         .collect();
-    let long = r.flows[0]
+    let long = rows(r)[0]
         .fct_ns
         .map_or(0.0, |n| long_bytes as f64 * 8.0 / (n as f64 / 1e9) / 1e6);
     (short, long)

@@ -22,7 +22,7 @@ use dcsim::{FlowEntry, Results, ScenarioSpec};
 use serde_json::{Value, json};
 
 use crate::build;
-use crate::common::{Ctx, Panel, Plot, RunSpec, put, to_series};
+use crate::common::{Ctx, Panel, Plot, RunSpec, put, rows, to_series};
 
 /// The thesis's set-ups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,15 +257,15 @@ fn mean_std(xs: &[f64]) -> (f64, f64) {
 
 /// Long-flow goodputs (Mb/s over the run) and interactive FCTs (s) of one run.
 fn measure(r: &Results, longs: usize, secs: f64) -> (Vec<f64>, Vec<f64>, f64) {
-    let tput: Vec<f64> = r.flows[..longs]
+    let tput: Vec<f64> = rows(r)[..longs]
         .iter()
         .map(|f| f.delivered_bytes as f64 * 8.0 / secs / 1e6)
         .collect();
-    let fcts: Vec<f64> = r.flows[longs..]
+    let fcts: Vec<f64> = rows(r)[longs..]
         .iter()
         .filter_map(|f| f.fct_ns.map(|n| n as f64 / 1e9))
         .collect();
-    let total = r.flows.iter().map(|f| f.delivered_bytes).sum::<u64>() as f64 * 8.0 / secs / 1e6;
+    let total = rows(r).iter().map(|f| f.delivered_bytes).sum::<u64>() as f64 * 8.0 / secs / 1e6;
     (tput, fcts, total)
 }
 

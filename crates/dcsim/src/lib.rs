@@ -34,7 +34,7 @@
 //! let mut world = dcsim::World::new(spec.build("example").unwrap()).unwrap();
 //! world.run(&mut |_| {});
 //! let results = dcsim::Results::collect(&mut world);
-//! assert_eq!(results.flows.len(), 2);
+//! assert_eq!(results.flows().unwrap().len(), 2);
 //! assert_eq!(results.summary["data_drops"], 0);
 //! ```
 #![warn(missing_docs)]

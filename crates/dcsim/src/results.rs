@@ -4,12 +4,14 @@
 use std::fs;
 use std::io;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use dcsim_engine::Time;
-use dcsim_metrics::analysis::{BucketStats, FlowSample, TierStats, bucket_stats, tier_stats};
+use dcsim_metrics::analysis::{
+    BucketStats, FctStats, FctSummary, FlowSample, TierStats, tier_stats,
+};
 use dcsim_metrics::{
-    Body, Counters, Distribution, EventRow, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain,
-    to_csv,
+    Body, Counters, EventRow, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain, to_csv,
 };
 use dcsim_net::{Class, FlowId, PortId};
 use dcsim_transport::TransportSpec;
@@ -20,8 +22,6 @@ use crate::world::{RunStats, World};
 
 /// Everything a run produced.
 pub struct Results {
-    /// One row per flow.
-    pub flows: Vec<FlowRow>,
     /// One row per port (both directions of every link), counters over the window.
     pub ports: Vec<PortRow>,
     /// FCT and slowdown of the measured flows by size bucket (`buckets.csv`).
@@ -30,7 +30,11 @@ pub struct Results {
     pub tiers: Vec<TierStats>,
     /// summary.json.
     pub summary: Value,
-    flows_csv: Vec<u8>,
+    /// flows.csv: written to a temporary file as the rows were made, or the file read
+    /// back; or why it could not be written.
+    flows_csv: io::Result<fs::File>,
+    /// Its rows, read from it when first asked for ([`Results::flows`]).
+    flows: OnceLock<Vec<FlowRow>>,
     ports_csv: Vec<u8>,
     /// timeseries.csv if sampled: spilled to disk during the run, or the file read back;
     /// or why it could not be written.
@@ -148,13 +152,13 @@ impl Results {
         let win = world.window.start;
         let win_secs = end.saturating_since(win).as_secs_f64();
         let flows_t = &world.flows;
-        let mut flow_rows = Vec::with_capacity(flows_t.len());
-        let mut fct_us = Vec::new();
-        let mut slowdowns = Vec::new();
-        let mut measured_flows = Vec::new();
+        let spill_dir = world.spill_dir.clone();
+        let mut fct_stats = FctStats::new(spill_dir.clone());
+        let mut flows_measured = 0u64;
         let (from, until) = measured_window(world);
         let mut long_lived = Vec::new();
         let columns = counter_columns(flows_t.transports());
+        let mut csv_out = FlowsCsv::new(spill_dir.as_deref(), &columns);
         let mut totals: serde_json::Map<String, Value> = serde_json::Map::new();
         for i in 0..flows_t.len() {
             let f = FlowId::new(i);
@@ -176,11 +180,8 @@ impl Results {
             };
             let measured = spec.start >= from && spec.start < until;
             if measured && let Some(size) = spec.size_bytes {
-                if let (Some(d), Some(s)) = (fct, slowdown) {
-                    fct_us.push(d.as_us_f64());
-                    slowdowns.push(s);
-                }
-                measured_flows.push(FlowSample {
+                flows_measured += 1;
+                fct_stats.push(FlowSample {
                     size_bytes: size,
                     fct_us: fct.map(|d| d.as_us_f64()),
                     slowdown,
@@ -203,24 +204,36 @@ impl Results {
                     *t = Value::from(t.as_u64().unwrap_or(0) + v);
                 }
             }
-            flow_rows.push(FlowRow {
-                flow_id: f.0,
-                src: spec.src.0,
-                dst: spec.dst.0,
-                transport: transport.label().to_string(),
-                size_bytes: spec.size_bytes.or(rec.sent_bytes_at_stop),
-                start_ns: spec.start.as_ns(),
-                end_ns: rec.end.map(|e| e.as_ns()),
-                fct_ns: fct.map(|d| d.as_ns()),
-                unloaded_fct_ns: rec.unloaded_fct.map(|d| d.as_ns()),
-                slowdown,
-                delivered_bytes: rec.delivered_bytes,
-                window_goodput_gbps: goodput,
-                retransmits: rec.retransmits,
-                measured,
-                counters,
-            });
+            csv_out.push(
+                &FlowRow {
+                    flow_id: f.0,
+                    src: spec.src.0,
+                    dst: spec.dst.0,
+                    transport: transport.label().to_string(),
+                    size_bytes: spec.size_bytes.or(rec.sent_bytes_at_stop),
+                    start_ns: spec.start.as_ns(),
+                    end_ns: rec.end.map(|e| e.as_ns()),
+                    fct_ns: fct.map(|d| d.as_ns()),
+                    unloaded_fct_ns: rec.unloaded_fct.map(|d| d.as_ns()),
+                    slowdown,
+                    delivered_bytes: rec.delivered_bytes,
+                    window_goodput_gbps: goodput,
+                    retransmits: rec.retransmits,
+                    measured,
+                    counters,
+                },
+                transport.name(),
+            );
         }
+        let (mut flows_csv, mut dig) = csv_out.finish();
+        let FctSummary {
+            buckets,
+            fct_us: fct,
+            slowdown: sd,
+        } = fct_stats.finish().unwrap_or_else(|e| {
+            flows_csv = Err(e);
+            FctStats::new(None).finish().expect("no flows, no files")
+        });
         let net = &mut world.net;
         let mut port_rows = Vec::with_capacity(net.ports().len());
         let (mut drops_total, mut data_drops_total, mut marks_total) = (0u64, 0u64, 0u64);
@@ -275,7 +288,6 @@ impl Results {
             });
         }
         let incast_notification = ein_summary(&world.net);
-        let buckets = bucket_stats(&measured_flows);
         let tiers = tier_stats(&port_rows);
         let occupancy = queue_occupancy(world);
         let buckets_csv = to_csv(&buckets, BUCKET_HEADER).expect("in-memory CSV cannot fail");
@@ -290,16 +302,7 @@ impl Results {
             Some(t) => t.finish(&mut world.net, &world.flows),
             None => Vec::new(),
         };
-        let kinds: Vec<&str> = (0..flow_rows.len())
-            .map(|i| {
-                let t = world.flows.spec(FlowId::new(i)).transport as usize;
-                world.flows.transports()[t].name()
-            })
-            .collect();
-        let flows_csv = flows_csv(&flow_rows, &kinds, &columns);
         let ports_csv = to_csv(&port_rows, PORT_HEADER).expect("in-memory CSV cannot fail");
-        let mut dig = Fnv::default();
-        dig.update(&flows_csv);
         dig.update(&ports_csv);
         if let Some(Ok(f)) = &timeseries
             && let Err(e) = Body::File(f).for_each_chunk(|c| {
@@ -320,8 +323,6 @@ impl Results {
         dig.update(&buckets_csv);
         dig.update(&tiers_csv);
         let dig = dig.finish();
-        let fct = Distribution::of(&mut fct_us);
-        let sd = Distribution::of(&mut slowdowns);
         let packet_traces = world.tracer.as_ref().map(|t| {
             t.files
                 .iter()
@@ -357,7 +358,7 @@ impl Results {
             "ecn_marks": marks_total,
             "flows_total": world.flows.len(),
             "flows_completed": world.flows.completed(),
-            "flows_measured": measured_flows.len(),
+            "flows_measured": flows_measured,
             "measured_start_ns": from.as_ns(),
             "measured_end_ns": (until != Time::MAX).then(|| until.as_ns()),
             "fct_us": fct,
@@ -404,7 +405,7 @@ impl Results {
             m.extend(rest);
         }
         Self {
-            flows: flow_rows,
+            flows: OnceLock::new(),
             ports: port_rows,
             buckets,
             tiers,
@@ -466,8 +467,9 @@ impl Results {
         fn rows<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Vec<T>, csv::Error> {
             csv::Reader::from_reader(bytes).deserialize().collect()
         }
-        let flows_csv = read("flows.csv")?;
-        let flows = read_flows(&flows_csv).map_err(|e| bad("flows.csv", &e))?;
+        let flows_csv = fs::File::open(dir.join("flows.csv"))?;
+        let flows =
+            read_flows(Body::File(&flows_csv).reader()).map_err(|e| bad("flows.csv", &e))?;
         let ports_csv = read("ports.csv")?;
         let buckets_csv = read("buckets.csv")?;
         let tiers_csv = read("tiers.csv")?;
@@ -479,13 +481,13 @@ impl Results {
         let timeseries = open("timeseries.csv")?;
         let events = open("events.csv")?;
         Ok(Self {
-            flows,
+            flows: OnceLock::from(flows),
             ports: rows(&ports_csv).map_err(|e| bad("ports.csv", &e))?,
             buckets: dcsim_metrics::analysis::read_bucket_csv(&buckets_csv)
                 .map_err(|e| bad("buckets.csv", &e))?,
             tiers: rows(&tiers_csv).map_err(|e| bad("tiers.csv", &e))?,
             summary,
-            flows_csv,
+            flows_csv: Ok(flows_csv),
             ports_csv,
             timeseries,
             buckets_csv,
@@ -498,13 +500,35 @@ impl Results {
     /// The per-transport counter columns of `flows.csv`, in file order (after
     /// `measured`): read off the file's header, so they are exactly the written ones.
     pub fn flow_counter_columns(&self) -> Vec<String> {
-        let header = self.flows_csv.split(|&b| b == b'\n').next().unwrap_or(&[]);
-        String::from_utf8_lossy(header)
+        let Ok(f) = &self.flows_csv else {
+            return Vec::new();
+        };
+        let mut header = String::new();
+        // The first line only: a header of well under a kilobyte.
+        let _ =
+            io::BufRead::read_line(&mut io::BufReader::new(Body::File(f).reader()), &mut header);
+        header
             .trim_end()
             .split(',')
             .filter(|c| !c.is_empty() && !FLOW_HEADER.contains(c))
             .map(str::to_string)
             .collect()
+    }
+
+    /// The rows of flows.csv, read from its file when first asked for (a run holds no row
+    /// until then, so that runs of any number of flows fit in memory; asking for the rows
+    /// of a run of millions of flows costs about 200 B a flow).
+    ///
+    /// # Errors
+    /// flows.csv could not be written during the run, or read back.
+    pub fn flows(&self) -> io::Result<&[FlowRow]> {
+        if let Some(rows) = self.flows.get() {
+            return Ok(rows);
+        }
+        let f = spilled(&self.flows_csv)?;
+        let rows = read_flows(Body::File(f).reader())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("flows.csv: {e}")))?;
+        Ok(self.flows.get_or_init(|| rows))
     }
 
     /// The files a run writes, as (name, content), summary.json last: the CSV files, or
@@ -521,7 +545,7 @@ impl Results {
             Some(t) => t.iter().map(|(n, b)| (*n, Body::Bytes(b))).collect(),
             None => {
                 let mut f = vec![
-                    ("flows.csv", Body::Bytes(&self.flows_csv)),
+                    ("flows.csv", Body::File(spilled(&self.flows_csv)?)),
                     ("ports.csv", Body::Bytes(&self.ports_csv)),
                     ("buckets.csv", Body::Bytes(&self.buckets_csv)),
                     ("tiers.csv", Body::Bytes(&self.tiers_csv)),
@@ -708,31 +732,105 @@ fn counter_columns(transports: &[TransportSpec]) -> Vec<(&'static str, &'static 
     out
 }
 
-/// `flows.csv`: the fixed columns, then one column per transport counter, filled for the
-/// flows of that transport (`kinds`: each row's transport kind).
-fn flows_csv(rows: &[FlowRow], kinds: &[&str], columns: &[(&str, &str)]) -> Vec<u8> {
-    let mut w = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    let header = FLOW_HEADER
-        .iter()
-        .copied()
-        .chain(columns.iter().map(|c| c.1));
-    let ok = "in-memory CSV cannot fail";
-    w.write_record(header).expect(ok);
-    let mut cells: Vec<Option<u64>> = Vec::with_capacity(columns.len());
-    for (r, &kind) in rows.iter().zip(kinds) {
-        cells.clear();
-        cells.extend(columns.iter().map(|&(k, name)| {
+/// `flows.csv` as its rows are made: the fixed columns, then one column per transport
+/// counter, filled for the flows of that transport; written to a temporary file (so no run
+/// holds its rows) and hashed as it goes, for the digest.
+struct FlowsCsv<'a> {
+    w: io::Result<csv::Writer<Hashing<io::BufWriter<fs::File>>>>,
+    columns: &'a [(&'static str, &'static str)],
+    cells: Vec<Option<u64>>,
+}
+
+/// A writer that hashes what goes through it.
+struct Hashing<W> {
+    inner: W,
+    hash: Fnv,
+}
+
+impl<W: io::Write> io::Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn csv_io(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        k => io::Error::other(format!("flows.csv: {k:?}")),
+    }
+}
+
+impl<'a> FlowsCsv<'a> {
+    fn new(dir: Option<&Path>, columns: &'a [(&'static str, &'static str)]) -> Self {
+        let w = match dir {
+            Some(d) => tempfile::tempfile_in(d),
+            None => tempfile::tempfile(),
+        }
+        .map_err(|e| {
+            let place = dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "flows.csv: cannot create a temporary file in {}: {e}",
+                    place.display()
+                ),
+            )
+        })
+        .and_then(|f| {
+            let mut w = csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(Hashing {
+                    inner: io::BufWriter::with_capacity(1 << 16, f),
+                    hash: Fnv::default(),
+                });
+            let header = FLOW_HEADER
+                .iter()
+                .copied()
+                .chain(columns.iter().map(|c| c.1));
+            w.write_record(header).map_err(csv_io)?;
+            Ok(w)
+        });
+        Self {
+            w,
+            columns,
+            cells: Vec::with_capacity(columns.len()),
+        }
+    }
+
+    /// Writes the row of a flow of transport kind `kind`.
+    fn push(&mut self, r: &FlowRow, kind: &str) {
+        let Ok(w) = &mut self.w else { return };
+        self.cells.clear();
+        self.cells.extend(self.columns.iter().map(|&(k, name)| {
             if k == kind {
                 r.counters.get(name)
             } else {
                 None
             }
         }));
-        w.serialize((r, &cells)).expect(ok);
+        if let Err(e) = w.serialize((r, &self.cells)) {
+            self.w = Err(csv_io(e));
+        }
     }
-    w.into_inner().expect(ok)
+
+    /// The written file, and the hash of its bytes (to be continued with the other files).
+    fn finish(self) -> (io::Result<fs::File>, Fnv) {
+        let w = match self.w {
+            Ok(w) => w,
+            Err(e) => return (Err(e), Fnv::default()),
+        };
+        let h = match w.into_inner() {
+            Ok(h) => h,
+            Err(e) => return (Err(io::Error::other(e.to_string())), Fnv::default()),
+        };
+        let hash = h.hash;
+        (h.inner.into_inner().map_err(|e| e.into_error()), hash)
+    }
 }
 
 /// Fixed columns of flows.csv under their former names, read into the rows as their
@@ -741,8 +839,8 @@ const RENAMED_FLOW_COLUMNS: &[&str] = &["ideal_fct_ns"];
 
 /// Reads `flows.csv` back: the fixed columns into the rows, the others into their
 /// counters (an empty cell is a counter of another transport).
-fn read_flows(bytes: &[u8]) -> Result<Vec<FlowRow>, csv::Error> {
-    let mut r = csv::Reader::from_reader(bytes);
+fn read_flows(file: impl io::Read) -> Result<Vec<FlowRow>, csv::Error> {
+    let mut r = csv::Reader::from_reader(file);
     let header = r.headers()?.clone();
     let extra: Vec<(usize, &str)> = header
         .iter()

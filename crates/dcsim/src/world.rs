@@ -137,6 +137,9 @@ pub struct World {
     pub(crate) occupancy: Option<Occupancy>,
     pub(crate) tracer: Option<Tracer>,
     pub(crate) event_log: Option<Box<EventLog>>,
+    /// Where the temporary files of the results go (`None`: the system's temporary
+    /// folder): [`World::spill_time_series_in`].
+    pub(crate) spill_dir: Option<std::path::PathBuf>,
     pub(crate) events: u64,
     pub(crate) wall_seconds: f64,
     /// Whether a split run took the events out of `sched` (`crate::split`): the world
@@ -261,6 +264,7 @@ impl World {
             occupancy,
             tracer,
             event_log,
+            spill_dir: None,
             events: 0,
             wall_seconds: 0.0,
             spent: false,
@@ -739,6 +743,7 @@ impl World {
     /// in `dir` (by default the system's temporary folder, which may be in memory): the
     /// command line puts them beside the results. Call before the run.
     pub fn spill_time_series_in(&mut self, dir: &std::path::Path) {
+        self.spill_dir = Some(dir.to_path_buf());
         if let Some(s) = self.sampler.as_mut() {
             s.spill = SampleSpill::new(Some(dir.to_path_buf()));
         }

@@ -17,7 +17,7 @@ use dcsim::{ScenarioSpec, SimSpec};
 
 use super::{LAWS, data_drops, finish};
 use crate::build::{self, Nics, Pairs, Scheme};
-use crate::common::{Ctx, Panel, Plot, RunSpec, Series, k, put, to_series};
+use crate::common::{Ctx, Panel, Plot, RunSpec, Series, k, put, rows, to_series};
 
 /// `xpass-multi-bottleneck-fairness`: flow 0's share of the sender's link against N, per
 /// feedback law, beside the max-min share 1/(N + 1).
@@ -42,7 +42,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
     let full = xpass_max_goodput_gbps(10.0);
     let mut pts: BTreeMap<&str, Vec<(f64, f64)>> = Default::default();
     for ((n, law), r) in cases.iter().zip(&results) {
-        let share = r.flows[0].window_goodput_gbps / full;
+        let share = rows(r)[0].window_goodput_gbps / full;
         put(&mut out, &["flow0_share", law, &k(n)], share);
         put(&mut out, &["maxmin_share", &k(n)], 1.0 / (*n as f64 + 1.0));
         xpass_drops += data_drops(r)?;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{data_drops, finish};
 use crate::build::{self, FatTreeScheme as Scheme};
-use crate::common::{Ctx, Panel, Plot, RunSpec, put, to_series};
+use crate::common::{Ctx, Panel, Plot, RunSpec, put, rows, to_series};
 
 /// The series: key, scheme, TCP profile (TCP schemes only). Every scheme runs with the
 /// settings of the authors' large-scale script as the paper's time had it (ExpressPass:
@@ -59,8 +59,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
     let mut xpass_drops = 0;
     let mut cdfs = Vec::new();
     for (&(key, scheme, _), r) in SERIES.iter().zip(&results) {
-        let mut fct: Vec<f64> = r
-            .flows
+        let mut fct: Vec<f64> = rows(r)
             .iter()
             .filter_map(|f| f.fct_ns)
             .map(|x| x as f64 / 1e6)

@@ -122,8 +122,8 @@ proptest! {
         prop_assert_eq!(s["packets_in_network"].as_u64().unwrap(), 0, "{}", text);
         prop_assert_eq!(created, delivered + dropped, "{}", text);
         prop_assert_eq!(world.net().packets_inside(), 0);
-        prop_assert_eq!(s["flows_completed"].as_u64().unwrap(), r.flows.len() as u64, "{}", text);
-        for f in &r.flows {
+        prop_assert_eq!(s["flows_completed"].as_u64().unwrap(), r.flows().unwrap().len() as u64, "{}", text);
+        for f in r.flows().unwrap() {
             prop_assert_eq!(Some(f.delivered_bytes), f.size_bytes);
             // The unloaded FCT follows one path; with per-packet spraying a flow's packets use
             // several and the last need not queue behind the others, so a flow of a few

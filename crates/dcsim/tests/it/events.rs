@@ -24,7 +24,7 @@ fn the_log_agrees_with_flows_csv_and_the_receivers_trace() {
     assert!(ev.windows(2).all(|w| w[0].0 <= w[1].0), "time order");
     assert!(ev.iter().all(|e| e.2 == 0), "only flow 0");
     let last = |kind: &str| ev.iter().rev().find(|e| e.1 == kind).map(|e| e.3);
-    let flow = &r.flows[0];
+    let flow = &r.flows().unwrap()[0];
     assert_eq!(ev[0].1, "start");
     assert_eq!(ev[0].3 as u64, 600_000);
     assert_eq!(last("completed"), flow.fct_ns.map(|f| f as f64));

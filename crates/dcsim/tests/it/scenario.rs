@@ -228,7 +228,12 @@ fn dctcp_dumbbell_is_full_lossless_fair_with_queue_near_k() {
     );
     let jain = s["jain_fairness"].as_f64().expect("two long-lived flows");
     assert!(jain >= 0.99, "Jain index {jain}");
-    let total: f64 = r.flows.iter().map(|f| f.window_goodput_gbps).sum();
+    let total: f64 = r
+        .flows()
+        .unwrap()
+        .iter()
+        .map(|f| f.window_goodput_gbps)
+        .sum();
     // Goodput = 10 Gb/s x 1460/1538 payload share, less the ACK-free reverse direction.
     assert!(
         total > 0.95 * 10.0 * 1460.0 / 1538.0,
@@ -247,11 +252,18 @@ fn reno_incast_with_small_buffer_drops_and_still_delivers_every_byte() {
         "an incast into 100 KB must overflow: {s}"
     );
     assert_eq!(s["flows_completed"], 32);
-    for f in &r.flows {
+    for f in r.flows().unwrap() {
         assert_eq!(Some(f.delivered_bytes), f.size_bytes, "flow {}", f.flow_id);
         assert!(f.fct_ns.unwrap() >= f.unloaded_fct_ns.unwrap());
     }
-    assert!(r.flows.iter().map(|f| f.retransmits).sum::<u64>() > 0);
+    assert!(
+        r.flows()
+            .unwrap()
+            .iter()
+            .map(|f| f.retransmits)
+            .sum::<u64>()
+            > 0
+    );
     // The receiver's link is the bottleneck: 2 MB at 10 Gb/s take at least 1.68 ms.
     assert!(s["sim_time_ns"].as_u64().unwrap() > 1_680_000);
 }
@@ -274,7 +286,7 @@ fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
         size = "1460B"
         "#,
     );
-    let f = &r.flows[0];
+    let f = &r.flows().unwrap()[0];
     // One 1538 B frame over three 10 Gb/s links (1230.4 ns each) + 50 us propagation
     // = 53,691.2 ns, reported in whole ns.
     assert_eq!(f.unloaded_fct_ns, Some(53_691));
@@ -357,7 +369,7 @@ fn ns2_profile_pays_a_handshake_and_drops_at_a_full_host_queue() {
     };
     let fct = |profile: &str| {
         let (_, r) = run_text(&text("2920B", profile));
-        r.flows[0].fct_ns.expect("completes")
+        r.flows().unwrap()[0].fct_ns.expect("completes")
     };
     // The SYN and SYN-ACK: 2 x 50 us of propagation and 3 serializations of a 64 B
     // header frame (84 B on the wire, 67.2 ns at 10 Gb/s) each way.
@@ -368,7 +380,11 @@ fn ns2_profile_pays_a_handshake_and_drops_at_a_full_host_queue() {
     );
     let host_drops = |profile: &str| {
         let (_, r) = run_text(&text("1MB", profile));
-        assert_eq!(r.flows[0].delivered_bytes, 1_000_000, "{profile}");
+        assert_eq!(
+            r.flows().unwrap()[0].delivered_bytes,
+            1_000_000,
+            "{profile}"
+        );
         r.ports
             .iter()
             .filter(|p| p.tier == "host")
@@ -391,7 +407,12 @@ fn two_reno_flows_share_a_drop_tail_bottleneck() {
         "scenarios/dctcp-dumbbell.toml",
         &["transport.cc=reno", "sim.duration=150ms", "sim.warmup=75ms"],
     );
-    let g: Vec<f64> = r.flows.iter().map(|f| f.window_goodput_gbps).collect();
+    let g: Vec<f64> = r
+        .flows()
+        .unwrap()
+        .iter()
+        .map(|f| f.window_goodput_gbps)
+        .collect();
     let total: f64 = g.iter().sum();
     assert!(total > 9.0, "bottleneck underused: {g:?}");
     for (i, x) in g.iter().enumerate() {
@@ -431,7 +452,8 @@ fn dctcp_without_marking_equals_reno_end_to_end() {
     let (_, a) = run_text(&base("dctcp"));
     let (_, b) = run_text(&base("reno"));
     let strip = |r: &dcsim::Results| {
-        r.flows
+        r.flows()
+            .unwrap()
             .iter()
             .map(|f| (f.delivered_bytes, f.retransmits, f.counters["timeouts"]))
             .collect::<Vec<_>>()
@@ -461,7 +483,7 @@ fn stopped_long_flow_completes_with_the_bytes_it_sent() {
         pattern = { kind = "pairs", count = 2, src = 0, dst = 2, start_every = "2ms", stop = "8ms", stop_every = "4ms" }
         "#,
     );
-    for (f, stop_ns) in r.flows.iter().zip([8_000_000u64, 12_000_000]) {
+    for (f, stop_ns) in r.flows().unwrap().iter().zip([8_000_000u64, 12_000_000]) {
         let size = f.size_bytes.expect("a stopped flow reports what it sent");
         assert_eq!(f.delivered_bytes, size);
         let end = f.end_ns.expect("completes after its stop time");
@@ -542,10 +564,17 @@ fn xpass_recovers_data_loss_including_the_tail() {
         "the test must lose data: {s}"
     );
     assert_eq!(s["flows_completed"], 8, "{s}");
-    for f in &r.flows {
+    for f in r.flows().unwrap() {
         assert_eq!(Some(f.delivered_bytes), f.size_bytes);
     }
-    assert!(r.flows.iter().map(|f| f.retransmits).sum::<u64>() > 0);
+    assert!(
+        r.flows()
+            .unwrap()
+            .iter()
+            .map(|f| f.retransmits)
+            .sum::<u64>()
+            > 0
+    );
     assert_eq!(s["packets_in_network"], 0);
 }
 
@@ -557,7 +586,7 @@ fn xpass_single_flow_runs_at_the_full_credit_rate() {
         "scenarios/xpass-dumbbell.toml",
         &["flows[1].start=1s", "sim.warmup=2ms", "sim.duration=10ms"],
     );
-    let g = r.flows[0].window_goodput_gbps;
+    let g = r.flows().unwrap()[0].window_goodput_gbps;
     let expected = 10e9 * 84.0 / 1622.0 / 8.0 / 84.0 * 1460.0 * 8.0 / 1e9;
     assert!(
         (g - expected).abs() < 0.005 * expected,
@@ -592,8 +621,8 @@ fn xpass_flow_stopped_before_its_first_credit_ends_cleanly() {
     );
     let s = &r.summary;
     assert_eq!(s["packets_in_network"], 0, "{s}");
-    assert_eq!(r.flows[1].delivered_bytes, 100_000);
-    assert_eq!(r.flows[0].size_bytes, Some(0));
+    assert_eq!(r.flows().unwrap()[1].delivered_bytes, 100_000);
+    assert_eq!(r.flows().unwrap()[0].size_bytes, Some(0));
 }
 
 /// Many ExpressPass flows starting within milliseconds: most first credits are dropped at
@@ -670,7 +699,7 @@ fn fct_statistics_take_only_flows_inside_the_measurement_window() {
         start = "3.5ms"
         "#,
     );
-    let measured: Vec<bool> = r.flows.iter().map(|f| f.measured).collect();
+    let measured: Vec<bool> = r.flows().unwrap().iter().map(|f| f.measured).collect();
     // Last start 3.5 ms, cool-down 1 ms: measured starts are [1 ms, 2.5 ms).
     assert_eq!(measured, [false, true, true, true, false]);
     assert_eq!(r.summary["flows_measured"], 3);
@@ -744,7 +773,7 @@ fn short_flow_behind_long_flows_of_its_host_is_not_starved() {
         start = "20ms"
         "#,
     );
-    for f in &r.flows[2..] {
+    for f in &r.flows().unwrap()[2..] {
         let fct = f.fct_ns.expect("short flow completes");
         assert!(fct < 600_000, "short flow {} took {fct} ns", f.flow_id);
     }
@@ -870,10 +899,10 @@ fn ideal_flows_share_a_bottleneck_exactly_and_stop() {
     // 10 Gb/s of 1538-byte frames carrying 1460 bytes each: 9.49 Gb/s of data; the second
     // flow has half of it for its 4 ms.
     let data_bps = 10e9 * 1460.0 / 1538.0;
-    let second = r.flows[1].delivered_bytes as f64;
+    let second = r.flows().unwrap()[1].delivered_bytes as f64;
     let want = data_bps / 2.0 * 4e-3 / 8.0;
     assert!((second / want - 1.0).abs() < 0.01, "{second} B vs {want}");
-    let first = r.flows[0].delivered_bytes as f64;
+    let first = r.flows().unwrap()[0].delivered_bytes as f64;
     let want = data_bps * (6e-3 + 2e-3) / 8.0;
     assert!((first / want - 1.0).abs() < 0.01, "{first} B vs {want}");
 }
@@ -886,13 +915,19 @@ fn ideal_flows_share_a_bottleneck_exactly_and_stop() {
 #[test]
 fn sdn_controller_spares_the_interactive_flow() {
     let mean_fct = |r: &dcsim::Results| {
-        let f: Vec<f64> = r.flows[3..]
+        let f: Vec<f64> = r.flows().unwrap()[3..]
             .iter()
             .map(|f| f.fct_ns.expect("every interactive flow finishes") as f64)
             .collect();
         f.iter().sum::<f64>() / f.len() as f64
     };
-    let total = |r: &dcsim::Results| r.flows.iter().map(|f| f.delivered_bytes).sum::<u64>();
+    let total = |r: &dcsim::Results| {
+        r.flows()
+            .unwrap()
+            .iter()
+            .map(|f| f.delivered_bytes)
+            .sum::<u64>()
+    };
     let ctl = run("scenarios/sdn-ecn-star.toml", &[]);
     let c = &ctl.summary["controller"];
     assert_eq!(c["probes"], 15, "{c}");
@@ -983,7 +1018,7 @@ fn sampling_a_generator_flow_before_it_starts_waits_for_it() {
         .filter(|s| s.kind == "throughput_gbps")
         .collect();
     assert!(!rows.is_empty() && rows.iter().all(|s| s.id == "20"));
-    let start = r.flows[20].start_ns;
+    let start = r.flows().unwrap()[20].start_ns;
     assert!(
         rows.iter().all(|s| s.time_ns >= start),
         "sampled before flow 20 existed"

@@ -137,7 +137,7 @@ fn host_and_port_traces_match_the_runs_counters() {
     assert_eq!(received.len() as u64, port_stat(&r, "left->h0").tx_pkts);
     // Data: every byte of the flow at least once, sequence numbers from 0; ACKs from h2,
     // the last one acknowledging all 600 KB.
-    let flow0 = &r.flows[0];
+    let flow0 = &r.flows().unwrap()[0];
     let payload: u64 = sent.iter().map(|s| u64::from(s.len)).sum();
     assert!(payload >= 600_000, "{payload}");
     assert_eq!(sent.iter().map(|s| s.seq).min(), Some(0));
