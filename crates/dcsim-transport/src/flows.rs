@@ -6,14 +6,19 @@
 //! what is common to every transport: the per-host waiting lists for NIC room, completion
 //! and finishing, counters.
 
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+
 use dcsim_engine::{Dur, RngTree, Time};
-use dcsim_net::{FlowId, HostId, PacketExt, PacketId};
+use dcsim_net::{FlowId, HostId, Packet, PacketExt, PacketId};
 
 use crate::endpoint::{
     EndpointCx, FlowCx, FlowInfo, FlowShared, Grant, Receiver, Sched, Sender, Side, TimerKey,
     Transport,
 };
 use crate::record::FlowRecord;
+use crate::retired::Retired;
 use crate::{Conn, HostStates, TransportSpec, with_pair};
 
 /// A flow to simulate.
@@ -146,7 +151,7 @@ struct Progress {
 enum Ev<'a> {
     Start,
     /// A packet, and its options beside the header if it has them.
-    Packet(&'a dcsim_net::Packet, Option<&'a PacketExt>),
+    Packet(&'a Packet, Option<&'a PacketExt>),
     Timer(usize, u32),
     NicReady,
     Wake,
@@ -164,12 +169,60 @@ struct Flow {
     /// receiver held every byte that one thread would not have handled the same way after
     /// the finish (a packet, or a timer that was not stale).
     live_after_complete: Option<Time>,
+    /// Whether the flow has left the table ([`Flows::retire_finished`]): its entry stays
+    /// until the rest of its page leaves too, but no longer counts.
+    retired: bool,
+}
+
+/// Flows of the table per page: a page whose flows have all retired is freed.
+const PAGE_BITS: u32 = 8;
+const PAGE: usize = 1 << PAGE_BITS;
+
+struct Page {
+    flows: Vec<Flow>,
+    retired: usize,
+}
+
+/// What the table keeps of flows that left it ([`Flows::retire_finished`]).
+struct Retire {
+    store: Retired,
+    /// How long a finished flow stays in the table.
+    grace: Dur,
+    /// Finished flows not yet retired, by the time they finished.
+    finished: VecDeque<(FlowId, Time)>,
+    /// Packets that reached retired flows, for their records (ExpressPass counts a credit
+    /// that arrives after the finish as wasted), applied when the records are read.
+    late: Vec<Packet>,
+    /// Bytes the retired flows delivered.
+    delivered_bytes: u64,
+}
+
+/// Flow `f` in `pages`, unless it has left the table (a function of the pages alone, so
+/// that the table's other fields stay free to borrow beside it).
+#[inline]
+fn slot_mut(pages: &mut [Option<Box<Page>>], f: FlowId) -> Option<&mut Flow> {
+    let page = pages.get_mut(f.index() >> PAGE_BITS)?.as_deref_mut()?;
+    page.flows
+        .get_mut(f.index() & (PAGE - 1))
+        .filter(|fl| !fl.retired)
+}
+
+#[cold]
+#[inline(never)]
+fn gone(f: FlowId) -> ! {
+    panic!("flow {f} has finished and left the flow table")
 }
 
 /// All flows of a simulation.
 pub struct Flows {
     transports: Vec<TransportSpec>,
-    flows: Vec<Flow>,
+    /// The flows by number, [`PAGE`] to a page.
+    pages: Vec<Option<Box<Page>>>,
+    len: usize,
+    /// The latest start of any flow.
+    latest_start: Time,
+    /// Set when finished flows leave the table ([`Flows::retire_finished`]).
+    retire: Option<Box<Retire>>,
     /// Per host: flows waiting for room in the NIC queue, in the order they blocked.
     nic_waiters: Vec<Vec<FlowId>>,
     hosts: HostStates,
@@ -193,7 +246,10 @@ impl Flows {
     pub fn new(transports: Vec<TransportSpec>, hosts: usize, rng: RngTree) -> Self {
         Self {
             transports,
-            flows: Vec::new(),
+            pages: Vec::new(),
+            len: 0,
+            latest_start: Time::ZERO,
+            retire: None,
             nic_waiters: vec![Vec::new(); hosts],
             hosts: HostStates::new(hosts),
             rng,
@@ -217,7 +273,9 @@ impl Flows {
     /// and wakes its sender to act on it: the one way a central scheduler (the Ideal
     /// scheme's oracle, the Fastpass arbiter) reaches a flow.
     pub fn grant<S: Sched>(&mut self, f: FlowId, grant: Grant, cx: &mut FlowCx<'_, S>) {
-        let fl = &mut self.flows[f.index()];
+        let Some(fl) = slot_mut(&mut self.pages, f) else {
+            return;
+        };
         let src = fl.spec.src;
         let Some(conn) = fl.conn.as_deref_mut() else {
             return;
@@ -251,14 +309,12 @@ impl Flows {
     /// # Panics
     /// If the tables hold different flows.
     pub fn take_flows_from(&mut self, other: &mut Self, mut owned: impl FnMut(FlowId) -> bool) {
-        assert_eq!(
-            self.flows.len(),
-            other.flows.len(),
-            "tables of different flows"
-        );
-        for (i, (mine, theirs)) in self.flows.iter_mut().zip(&mut other.flows).enumerate() {
+        assert_eq!(self.len, other.len, "tables of different flows");
+        for i in 0..self.len {
+            let f = FlowId::new(i);
+            let (mine, theirs) = (self.flow_mut(f), other.flow_mut(f));
             assert_eq!(mine.spec, theirs.spec, "tables of different flows");
-            if owned(FlowId::new(i)) {
+            if owned(f) {
                 std::mem::swap(mine, theirs);
             }
         }
@@ -270,40 +326,94 @@ impl Flows {
 
     /// Adds a flow; the caller schedules [`crate::FlowEvent::Start`] at its start time.
     pub fn add(&mut self, spec: FlowSpec) -> FlowId {
-        self.flows.push(Flow {
-            spec,
-            record: FlowRecord::default(),
-            conn: None,
-            waiting_nic: false,
-            only: None,
-            live_after_complete: None,
-        });
-        FlowId::new(self.flows.len() - 1)
+        if self.len.is_multiple_of(PAGE) {
+            self.pages.push(Some(Box::new(Page {
+                flows: Vec::with_capacity(PAGE),
+                retired: 0,
+            })));
+        }
+        self.latest_start = self.latest_start.max(spec.start);
+        let page = self.pages.last_mut().and_then(Option::as_deref_mut);
+        page.expect("the last page is never freed before it is full")
+            .flows
+            .push(Flow {
+                spec,
+                record: FlowRecord::default(),
+                conn: None,
+                waiting_nic: false,
+                only: None,
+                live_after_complete: None,
+                retired: false,
+            });
+        self.len += 1;
+        FlowId::new(self.len - 1)
     }
 
-    /// Number of flows.
+    /// Flow `f`, unless it has left the table.
+    #[inline]
+    fn get(&self, f: FlowId) -> Option<&Flow> {
+        let page = self.pages.get(f.index() >> PAGE_BITS)?.as_deref()?;
+        page.flows
+            .get(f.index() & (PAGE - 1))
+            .filter(|fl| !fl.retired)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, f: FlowId) -> Option<&mut Flow> {
+        slot_mut(&mut self.pages, f)
+    }
+
+    /// Flow `f`, which must not have left the table.
+    #[inline]
+    fn flow(&self, f: FlowId) -> &Flow {
+        self.get(f).unwrap_or_else(|| gone(f))
+    }
+
+    #[inline]
+    fn flow_mut(&mut self, f: FlowId) -> &mut Flow {
+        self.get_mut(f).unwrap_or_else(|| gone(f))
+    }
+
+    /// Number of flows (those that left the table included).
     pub fn len(&self) -> usize {
-        self.flows.len()
+        self.len
     }
     /// Whether there are no flows.
     pub fn is_empty(&self) -> bool {
-        self.flows.is_empty()
+        self.len == 0
+    }
+    /// The latest start of any flow (zero without flows).
+    pub fn latest_start(&self) -> Time {
+        self.latest_start
+    }
+    /// Whether flow `f` has finished and left the table ([`Flows::retire_finished`]).
+    pub fn is_retired(&self, f: FlowId) -> bool {
+        f.index() < self.len && self.get(f).is_none()
     }
     /// The spec of flow `f`.
+    ///
+    /// # Panics
+    /// If the flow has left the table ([`Flows::is_retired`]).
     pub fn spec(&self, f: FlowId) -> &FlowSpec {
-        &self.flows[f.index()].spec
+        &self.flow(f).spec
     }
     /// The transports.
     pub fn transports(&self) -> &[TransportSpec] {
         &self.transports
     }
     /// The transport of flow `f`.
+    ///
+    /// # Panics
+    /// If the flow has left the table.
     pub fn transport_of(&self, f: FlowId) -> &TransportSpec {
-        &self.transports[self.flows[f.index()].spec.transport as usize]
+        &self.transports[self.flow(f).spec.transport as usize]
     }
     /// The record of flow `f`, with live counters folded in.
+    ///
+    /// # Panics
+    /// If the flow has left the table.
     pub fn record(&self, f: FlowId) -> FlowRecord {
-        let fl = &self.flows[f.index()];
+        let fl = self.flow(f);
         let mut r = fl.record;
         if let Some(c) = &fl.conn {
             with_pair!(&**c, |p| p.fold_into(&mut r, fl.spec.size_bytes.is_none()));
@@ -311,12 +421,37 @@ impl Flows {
         r
     }
     /// Bytes delivered in order to the receiver of `f`.
+    ///
+    /// # Panics
+    /// If the flow has left the table.
     pub fn delivered_bytes(&self, f: FlowId) -> u64 {
-        let fl = &self.flows[f.index()];
+        Self::delivered_by(self.flow(f))
+    }
+
+    fn delivered_by(fl: &Flow) -> u64 {
         match fl.conn.as_deref() {
             Some(c) => with_pair!(c, |p| p.delivered_bytes()),
             None => fl.record.delivered_bytes,
         }
+    }
+
+    /// Bytes delivered in order to the receivers of every flow, those that left the table
+    /// included.
+    pub fn delivered_bytes_total(&self) -> u64 {
+        let live: u64 = self
+            .pages
+            .iter()
+            .flatten()
+            .flat_map(|p| p.flows.iter().filter(|fl| !fl.retired))
+            .map(Self::delivered_by)
+            .sum();
+        live + self.retire.as_ref().map_or(0, |r| r.delivered_bytes)
+    }
+
+    /// Bytes delivered to the receiver of `f` so far, or `None` if the flow has left the
+    /// table.
+    pub fn delivered_bytes_if_present(&self, f: FlowId) -> Option<u64> {
+        self.get(f).map(Self::delivered_by)
     }
     /// Sender and receiver state of `f` for samplers, while it runs: `(kind, value)` pairs
     /// (`cwnd_bytes`, `alpha` for TCP; `credit_rate_gbps`, `w` for ExpressPass).
@@ -329,7 +464,7 @@ impl Flows {
     /// [`Flows::sample`] into `out` (cleared first), for a caller that keeps the buffer.
     pub fn sample_into(&self, f: FlowId, out: &mut Vec<(&'static str, f64)>) {
         out.clear();
-        if let Some(c) = self.flows[f.index()].conn.as_deref() {
+        if let Some(c) = self.get(f).and_then(|fl| fl.conn.as_deref()) {
             with_pair!(c, |p| p.sample(out));
         }
     }
@@ -350,6 +485,96 @@ impl Flows {
         self.stale_timers
     }
 
+    /// From now on, a flow that has finished leaves the table `grace` after its finish:
+    /// its spec and final record go to `file` (an empty temporary file), and its memory is
+    /// freed with the rest of its page. [`Flows::for_each_record`] reads every flow back.
+    ///
+    /// Only for a table whose finished flows nobody asks for by number: their spec,
+    /// record and bytes delivered panic once they have left. Packets that still reach a
+    /// flow after it left are kept (one per straggler) and folded into its record when it
+    /// is read; the grace makes them rare.
+    pub fn retire_finished(&mut self, file: File, grace: Dur) {
+        debug_assert!(self.retire.is_none(), "retiring already");
+        self.retire = Some(Box::new(Retire {
+            store: Retired::new(file),
+            grace,
+            finished: VecDeque::new(),
+            late: Vec::new(),
+            delivered_bytes: 0,
+        }));
+    }
+
+    /// Flows that have left the table so far.
+    pub fn retired(&self) -> u64 {
+        self.retire.as_ref().map_or(0, |r| r.store.count())
+    }
+
+    /// Retires the flows that finished at least the grace before `now`.
+    fn retire_due(&mut self, now: Time) {
+        let Some(r) = self.retire.as_deref_mut() else {
+            return;
+        };
+        while let Some(&(f, at)) = r.finished.front() {
+            if at + r.grace > now {
+                break;
+            }
+            r.finished.pop_front();
+            let i = f.index() >> PAGE_BITS;
+            let page = self.pages[i]
+                .as_deref_mut()
+                .expect("a page with a flow in the table is kept");
+            let fl = &mut page.flows[f.index() & (PAGE - 1)];
+            debug_assert!(fl.conn.is_none() && !fl.retired);
+            r.store.put(f, &fl.spec, &fl.record);
+            r.delivered_bytes += fl.record.delivered_bytes;
+            fl.retired = true;
+            page.retired += 1;
+            if page.retired == PAGE {
+                self.pages[i] = None;
+            }
+        }
+    }
+
+    /// Calls `each` with every flow's number, spec and record (live counters folded in),
+    /// in order of number: those in the table from it, those that left it from their file.
+    ///
+    /// # Errors
+    /// The file of the flows that left could not be written or read.
+    pub fn for_each_record(
+        &mut self,
+        mut each: impl FnMut(FlowId, &FlowSpec, FlowRecord),
+    ) -> io::Result<()> {
+        let mut retire = self.retire.take();
+        let result = (|| {
+            let mut late = retire
+                .as_mut()
+                .map(|r| std::mem::take(&mut r.late))
+                .unwrap_or_default();
+            late.sort_by_key(|p| p.flow.0);
+            let mut late = late.iter().peekable();
+            let mut reader = match retire.as_deref_mut() {
+                Some(r) => Some(r.store.reader()?),
+                None => None,
+            };
+            for i in 0..self.len {
+                let f = FlowId::new(i);
+                if self.get(f).is_some() {
+                    each(f, &self.flow(f).spec, self.record(f));
+                    continue;
+                }
+                let reader = reader.as_mut().unwrap_or_else(|| gone(f));
+                let (spec, mut rec) = reader.get(f)?;
+                while let Some(p) = late.next_if(|p| p.flow == f) {
+                    self.transports[spec.transport as usize].on_straggler(p, &mut rec);
+                }
+                each(f, &spec, rec);
+            }
+            Ok(())
+        })();
+        self.retire = retire;
+        result
+    }
+
     /// Handles [`crate::FlowEvent::Start`]: opens both ends of the flow with the routes and
     /// link rates in `info` (chosen by the caller) and starts the sender. `unloaded_fct` is
     /// recorded for results.
@@ -360,7 +585,7 @@ impl Flows {
         unloaded_fct: Option<Dur>,
         cx: &mut FlowCx<'_, S>,
     ) {
-        let fl = &mut self.flows[f.index()];
+        let fl = slot_mut(&mut self.pages, f).unwrap_or_else(|| gone(f));
         let src = fl.spec.src;
         fl.record.unloaded_fct = unloaded_fct;
         let mut conn = self.transports[fl.spec.transport as usize].open(info, &self.rng);
@@ -375,7 +600,7 @@ impl Flows {
             cx,
             Ev::Start
         ));
-        self.flows[f.index()].conn = Some(Box::new(conn));
+        self.flow_mut(f).conn = Some(Box::new(conn));
         self.after(f, progress, cx.now);
     }
 
@@ -384,7 +609,7 @@ impl Flows {
     /// knows the next event's packet.
     #[inline]
     pub fn prefetch_flow(&self, f: FlowId) {
-        if let Some(fl) = self.flows.get(f.index()) {
+        if let Some(fl) = self.get(f) {
             dcsim_engine::prefetch::prefetch(&fl.conn);
             dcsim_engine::prefetch::prefetch(&fl.spec);
         }
@@ -403,7 +628,13 @@ impl Flows {
         };
         cx.pool.free(pkt);
         let f = p.flow;
-        let fl = &mut self.flows[f.index()];
+        let Some(fl) = slot_mut(&mut self.pages, f) else {
+            // A straggler for a flow that has left the table: kept for its record.
+            if let Some(r) = self.retire.as_deref_mut() {
+                r.late.push(p);
+            }
+            return;
+        };
         if fl.only.is_some() && fl.record.end.is_some() {
             fl.live_after_complete = Some(cx.now);
         }
@@ -439,7 +670,10 @@ impl Flows {
         generation: u32,
         cx: &mut FlowCx<'_, S>,
     ) {
-        let fl = &mut self.flows[f.index()];
+        let Some(fl) = slot_mut(&mut self.pages, f) else {
+            self.stale_timers += 1;
+            return;
+        };
         let Some(conn) = fl.conn.as_deref_mut() else {
             self.stale_timers += 1;
             return;
@@ -465,7 +699,7 @@ impl Flows {
             Ev::Timer(key.kind(), generation)
         ));
         if watch && self.stale_timers == stale_before {
-            self.flows[f.index()].live_after_complete = Some(cx.now);
+            self.flow_mut(f).live_after_complete = Some(cx.now);
         }
         self.after(f, progress, cx.now);
     }
@@ -483,7 +717,9 @@ impl Flows {
         while done < n {
             let f = self.nic_waiters[host.index()][done];
             done += 1;
-            let fl = &mut self.flows[f.index()];
+            let Some(fl) = slot_mut(&mut self.pages, f) else {
+                continue;
+            };
             fl.waiting_nic = false;
             if let Some(conn) = fl.conn.as_deref_mut() {
                 let stale = &mut self.stale_timers;
@@ -508,7 +744,7 @@ impl Flows {
     /// Books what an event did to flow `f`: NIC waiting, completion, finishing.
     #[inline]
     fn after(&mut self, f: FlowId, p: Progress, now: Time) {
-        let fl = &mut self.flows[f.index()];
+        let fl = slot_mut(&mut self.pages, f).unwrap_or_else(|| gone(f));
         if p.nic_blocked && !fl.waiting_nic {
             fl.waiting_nic = true;
             self.nic_waiters[fl.spec.src.index()].push(f);
@@ -535,6 +771,10 @@ impl Flows {
             with_pair!(&*c, |p| p
                 .fold_into(&mut fl.record, fl.spec.size_bytes.is_none()));
             self.active -= 1;
+            if let Some(r) = self.retire.as_deref_mut() {
+                r.finished.push_back((f, now));
+                self.retire_due(now);
+            }
         }
     }
 
@@ -546,7 +786,7 @@ impl Flows {
     #[cold]
     #[inline(never)]
     fn after_one_end(&mut self, f: FlowId, side: Side, p: Progress, now: Time) {
-        let fl = &mut self.flows[f.index()];
+        let fl = slot_mut(&mut self.pages, f).unwrap_or_else(|| gone(f));
         match side {
             Side::Sender => {
                 if p.done
@@ -573,7 +813,7 @@ impl Flows {
     /// ([`Transport::SENDER_FINISHES`]), and it has no stop time (which the two ends
     /// share).
     pub fn can_run_ends_apart(&self, f: FlowId) -> bool {
-        let fl = &self.flows[f.index()];
+        let fl = self.flow(f);
         self.transports[fl.spec.transport as usize].sender_finishes() && fl.spec.stop.is_none()
     }
 
@@ -585,7 +825,7 @@ impl Flows {
     /// running.
     pub fn run_one_end(&mut self, f: FlowId, side: Side, info: &FlowInfo) {
         debug_assert!(self.can_run_ends_apart(f));
-        let fl = &mut self.flows[f.index()];
+        let fl = slot_mut(&mut self.pages, f).unwrap_or_else(|| gone(f));
         fl.only = Some(side);
         if side == Side::Receiver {
             let conn = self.transports[fl.spec.transport as usize].open(info, &self.rng);
@@ -618,7 +858,7 @@ impl Flows {
     /// finished the flow at `at`): the time of that event, or `at`. The run then differs
     /// from the one-thread run, and must stop.
     pub fn end_finished_elsewhere(&mut self, f: FlowId, at: Time) -> Result<(), Time> {
-        let fl = &mut self.flows[f.index()];
+        let fl = self.flow_mut(f);
         debug_assert_eq!(fl.only, Some(Side::Receiver));
         if let Some(t) = fl.live_after_complete.filter(|&t| t >= at) {
             return Err(t);
@@ -643,7 +883,7 @@ impl Flows {
     /// bytes it delivered. Counters are not touched ([`Flows::take_flows_from`] adds
     /// them).
     pub fn take_receiver_from(&mut self, other: &mut Self, f: FlowId) {
-        let (mine, theirs) = (&mut self.flows[f.index()], &mut other.flows[f.index()]);
+        let (mine, theirs) = (self.flow_mut(f), other.flow_mut(f));
         debug_assert_eq!(mine.spec, theirs.spec, "tables of different flows");
         if let (Some(a), Some(b)) = (mine.conn.as_deref_mut(), theirs.conn.as_deref_mut()) {
             a.swap_receiver(b);

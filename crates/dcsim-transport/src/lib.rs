@@ -18,6 +18,7 @@ mod flows;
 pub mod ideal;
 mod ranges;
 mod record;
+mod retired;
 pub mod tcp;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -13,7 +13,7 @@ use dcsim_metrics::analysis::{
 use dcsim_metrics::{
     Body, Counters, EventRow, FlowRow, Fnv, PortRow, SampleRow, commit_files, jain, to_csv,
 };
-use dcsim_net::{Class, FlowId, PortId};
+use dcsim_net::{Class, PortId};
 use dcsim_transport::TransportSpec;
 use serde_json::{Value, json};
 
@@ -151,19 +151,18 @@ impl Results {
         let end = stats.sim_end;
         let win = world.window.start;
         let win_secs = end.saturating_since(win).as_secs_f64();
-        let flows_t = &world.flows;
         let spill_dir = world.spill_dir.clone();
         let mut fct_stats = FctStats::new(spill_dir.clone());
         let mut flows_measured = 0u64;
         let (from, until) = measured_window(world);
         let mut long_lived = Vec::new();
-        let columns = counter_columns(flows_t.transports());
+        let transports = world.flows.transports().to_vec();
+        let columns = counter_columns(&transports);
         let mut csv_out = FlowsCsv::new(spill_dir.as_deref(), &columns);
         let mut totals: serde_json::Map<String, Value> = serde_json::Map::new();
-        for i in 0..flows_t.len() {
-            let f = FlowId::new(i);
-            let spec = flows_t.spec(f);
-            let rec = flows_t.record(f);
+        let flow_base = &world.window.flow_base;
+        let read = world.flows.for_each_record(|f, spec, rec| {
+            let i = f.index();
             let fct = rec.end.map(|e| e - spec.start);
             let slowdown = match (fct, rec.unloaded_fct) {
                 (Some(a), Some(b)) if b.as_ps() > 0 => Some(a.as_ps() as f64 / b.as_ps() as f64),
@@ -171,7 +170,7 @@ impl Results {
             };
             let in_window = rec
                 .delivered_bytes
-                .saturating_sub(world.window.flow_base.get(i).copied().unwrap_or(0));
+                .saturating_sub(flow_base.get(i).copied().unwrap_or(0));
             let span = end.saturating_since(win.max(spec.start)).as_secs_f64();
             let goodput = if span > 0.0 {
                 in_window as f64 * 8.0 / span / 1e9
@@ -191,7 +190,7 @@ impl Results {
             {
                 long_lived.push(goodput);
             }
-            let transport = &flows_t.transports()[spec.transport as usize];
+            let transport = &transports[spec.transport as usize];
             let mut counters = Counters::with_capacity(transport.flow_counters().len());
             for (k, &name) in transport.flow_counters().iter().enumerate() {
                 let v = rec.counters[k];
@@ -224,8 +223,11 @@ impl Results {
                 },
                 transport.name(),
             );
-        }
+        });
         let (mut flows_csv, mut dig) = csv_out.finish();
+        if let Err(e) = read {
+            flows_csv = Err(e);
+        }
         let FctSummary {
             buckets,
             fct_us: fct,
@@ -391,6 +393,13 @@ impl Results {
             // The per-flow event log (output.events): rows written, and left out at max_rows.
             "event_log": event_summary,
             "peak_packets": pool.capacity_used(),
+            // How the run used memory (not a result: it depends on the process, like
+            // wall_seconds): the process's peak resident memory so far, and the flows that
+            // left the flow table when they finished.
+            "memory": {
+                "peak_rss_bytes": peak_rss_bytes(),
+                "flows_left_table": world.flows.retired(),
+            },
             "digest": format!("{dig:016x}"),
             "workload": world.sources.iter().map(|(s, _)| {
                 let mut v = serde_json::to_value(s.info()).unwrap_or(Value::Null);
@@ -872,15 +881,21 @@ fn measured_window(world: &World) -> (Time, Time) {
     }
     let end = match sim.duration {
         Some(d) => Time::from_dur(d),
-        None => (0..world.flows.len())
-            .map(|i| world.flows.spec(FlowId::new(i)).start)
-            .max()
-            .unwrap_or(Time::ZERO),
+        None => world.flows.latest_start(),
     };
     (
         from,
         Time::from_dur(end.saturating_since(Time::from_dur(sim.cooldown))),
     )
+}
+
+/// The peak resident memory of this process so far (`VmHWM` of `/proc/self/status`), or
+/// `None` where the system does not say.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Label of a port, for callers outside this crate.

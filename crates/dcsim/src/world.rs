@@ -140,6 +140,10 @@ pub struct World {
     /// Where the temporary files of the results go (`None`: the system's temporary
     /// folder): [`World::spill_time_series_in`].
     pub(crate) spill_dir: Option<std::path::PathBuf>,
+    /// Whether [`World::retire_finished_flows`] has decided.
+    retire_checked: bool,
+    /// How long a finished flow stays in the table, or `None` to keep every flow.
+    retire_grace: Option<Dur>,
     pub(crate) events: u64,
     pub(crate) wall_seconds: f64,
     /// Whether a split run took the events out of `sched` (`crate::split`): the world
@@ -153,6 +157,11 @@ pub struct World {
 
 /// Pending events from which [`World::run_until`] prefetches the next arrival's packet.
 const PREFETCH_MIN_PENDING: usize = 64;
+
+/// How long a finished flow stays in the flow table before it leaves ([`Flows::retire_finished`]):
+/// long past the last straggler of any flow in a datacenter (a few round trips and queues),
+/// so that stragglers after it, which are kept one by one, are rare.
+const RETIRE_GRACE: Dur = Dur::from_ms(100);
 
 /// Pending events from which the event loop looks two events ahead
 /// ([`Network::prefetch_arrival_and_next_hop`]). Measured in alternating pairs of `dcsim
@@ -265,6 +274,8 @@ impl World {
             tracer,
             event_log,
             spill_dir: None,
+            retire_checked: false,
+            retire_grace: Some(RETIRE_GRACE),
             events: 0,
             wall_seconds: 0.0,
             spent: false,
@@ -334,6 +345,7 @@ impl World {
         progress: &mut dyn FnMut(&RunProgress) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let wall = Instant::now();
+        self.retire_finished_flows();
         let end = t.min(self.end.unwrap_or(Time::MAX));
         // The handlers take the scheduler as an argument ([`WorldSched`]), so that a split
         // run can hand them a part's output instead: it is out of `self` for the loop.
@@ -734,9 +746,57 @@ impl World {
                 .port_mut(PortId::new(i))
                 .begin_window(now, &mut self.pool);
         }
+        // A flow that has left the table finished before the window: nothing of it is in
+        // the window.
         self.window.flow_base = (0..self.flows.len())
-            .map(|i| self.flows.delivered_bytes(FlowId::new(i)))
+            .map(|i| {
+                self.flows
+                    .delivered_bytes_if_present(FlowId::new(i))
+                    .unwrap_or(u64::MAX)
+            })
             .collect();
+    }
+
+    /// Lets finished flows leave the flow table ([`Flows::retire_finished`]), so that a run
+    /// of any number of flows holds only those running, when nothing in the run asks for a
+    /// finished flow by number: no control-plane service, packet trace, event log or flow
+    /// sampler. Once per world, before its first event; a world split between threads
+    /// keeps its flows.
+    fn retire_finished_flows(&mut self) {
+        if self.retire_checked {
+            return;
+        }
+        self.retire_checked = true;
+        let samples_flows = self
+            .sampler
+            .as_ref()
+            .is_some_and(|s| s.all_flows || !s.flows.is_empty());
+        let Some(grace) = self.retire_grace else {
+            return;
+        };
+        if !self.services.is_empty()
+            || self.tracer.is_some()
+            || self.event_log.is_some()
+            || samples_flows
+        {
+            return;
+        }
+        let file = match &self.spill_dir {
+            Some(d) => tempfile::tempfile_in(d),
+            None => tempfile::tempfile(),
+        };
+        // Without a file the flows stay: the run needs more memory, nothing else changes.
+        if let Ok(file) = file {
+            self.flows.retire_finished(file, grace);
+        }
+    }
+
+    /// How long a finished flow stays in the flow table before it leaves for a file (by
+    /// default 100 ms of simulated time), or `None` to keep every flow in the table, so
+    /// that [`World::flows`] can still tell each one's spec and record after the run.
+    /// Results are the same either way. Call before the run.
+    pub fn keep_finished_flows_for(&mut self, grace: Option<Dur>) {
+        self.retire_grace = grace;
     }
 
     /// Puts the temporary files of the time series, the packet traces and the event log

@@ -8,6 +8,7 @@ mod doc_keys;
 mod events;
 mod fastpass;
 mod golden;
+mod memory;
 mod oracle;
 mod scenario;
 mod split;

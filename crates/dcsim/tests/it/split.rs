@@ -20,7 +20,7 @@ fn world(file: &str, sets: &[&str]) -> World {
 /// The summary without what depends on the wall clock or the scheduler used.
 fn comparable(r: &Results) -> serde_json::Map<String, serde_json::Value> {
     let mut s = r.summary.as_object().unwrap().clone();
-    for k in ["wall_seconds", "events_per_second", "scheduler"] {
+    for k in ["wall_seconds", "events_per_second", "scheduler", "memory"] {
         s.remove(k);
     }
     if let Some(fp) = s.get_mut("fastpass").and_then(|f| f.as_object_mut()) {
