@@ -88,6 +88,11 @@ macro_rules! services {
                 Ok(())
             }
 
+            /// Whether the scenario wants any service.
+            pub fn any_wanted(cx: &CheckCx<'_>) -> bool {
+                false $(|| <$T as Service>::wanted(cx))+
+            }
+
             /// Builds the services the scenario wants, in registry order.
             ///
             /// # Errors

@@ -299,6 +299,10 @@ impl Service for SdnEcn {
         Ok(())
     }
 
+    fn wanted(cx: &CheckCx<'_>) -> bool {
+        matches!(cx.controller, Some(ControllerSpec::SdnEcn(_)))
+    }
+
     fn build<S: ServiceSched>(cx: &mut BuildCx<'_, S>) -> Result<Option<Self>, String> {
         let Some(ControllerSpec::SdnEcn(cfg)) = cx.controller else {
             return Ok(None);

@@ -125,6 +125,10 @@ pub trait Service: Sized {
     /// changes the whole network at an instant).
     const SPLITTABLE: bool = false;
 
+    /// Whether the scenario wants the service (it then builds it): known from the
+    /// scenario alone, before anything is built.
+    fn wanted(cx: &CheckCx<'_>) -> bool;
+
     /// Checks what the service needs of the scenario, if the scenario wants it.
     ///
     /// # Errors

@@ -178,4 +178,4 @@ pub struct EventRow {
 ///
 /// Version 2: statistics of nothing (an empty bucket, no completed flow) are empty cells
 /// and nulls instead of zeros; `schema_version` added to summary.json and index.json.
-pub const OUTPUT_SCHEMA_VERSION: u32 = 7;
+pub const OUTPUT_SCHEMA_VERSION: u32 = 8;

@@ -981,6 +981,12 @@ impl Service for Fastpass {
         Ok(())
     }
 
+    fn wanted(cx: &CheckCx<'_>) -> bool {
+        cx.transports
+            .iter()
+            .any(|t| matches!(t, TransportSpec::Fastpass(_)))
+    }
+
     fn build<S: ServiceSched>(cx: &mut BuildCx<'_, S>) -> Result<Option<Self>, String> {
         let Some(cfg) = cx.transports.iter().find_map(|t| match t {
             TransportSpec::Fastpass(c) => Some(c.clone()),

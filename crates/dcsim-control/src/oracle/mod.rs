@@ -10,7 +10,7 @@ use dcsim_transport::{FlowInfo, Flows, Grant, TransportSpec};
 use maxmin::{MaxMin, Slot};
 use serde_json::Value;
 
-use crate::{BuildCx, Service, ServiceCx, ServiceSched};
+use crate::{BuildCx, CheckCx, Service, ServiceCx, ServiceSched};
 
 /// The oracle.
 pub struct Oracle {
@@ -45,6 +45,12 @@ impl Service for Oracle {
     const SUMMARY_KEY: &'static str = "oracle";
     const CONFIGURED_BY: &'static str = "transport \"ideal\"";
     const WANTS_COMPLETIONS: bool = true;
+
+    fn wanted(cx: &CheckCx<'_>) -> bool {
+        cx.transports
+            .iter()
+            .any(|t| matches!(t, TransportSpec::Ideal(_)))
+    }
 
     fn build<S: ServiceSched>(cx: &mut BuildCx<'_, S>) -> Result<Option<Self>, String> {
         if !cx

@@ -42,7 +42,15 @@ impl ScenarioSpec {
             .map_err(err)?;
         check_sim_times(&spec.sim, &flows).map_err(err)?;
         check_output(&spec, &graph, flows.len()).map_err(err)?;
-        check_services(&spec, &transports, graph.hosts.len() as u32).map_err(err)?;
+        let services = check_services(&spec, &transports, graph.hosts.len() as u32).map_err(err)?;
+        let samples_flows = spec.output.timeseries.as_ref().is_some_and(|t| {
+            !matches!(t.flows, FlowSelection::Keyword(FlowKeyword::None))
+                && !matches!(&t.flows, FlowSelection::List(l) if l.is_empty())
+        });
+        let keeps_finished_flows = services
+            || spec.output.trace.is_some()
+            || spec.output.events.is_some()
+            || samples_flows;
         if let Some(n) = &spec.name {
             check_name(n).map_err(err)?;
         }
@@ -59,16 +67,24 @@ impl ScenarioSpec {
             transports: transports.specs,
             port_notes,
             source_params,
+            keeps_finished_flows,
         };
-        // Every flow's record stays in memory until the results are written, and its row
-        // is built then: at most 700 B a flow (docs/reliability.md; validation/soak.py
-        // holds runs to it).
+        // A flow costs at most 700 B of memory while it is in the flow table
+        // (docs/reliability.md; validation/soak.py holds runs to it): from when it is built
+        // (for listed flows and patterns that build theirs at once, before the run) until
+        // it finishes, or until the end if the run keeps finished flows.
         let fits = |flows: f64| match memory_limit() {
             Some(limit) if flows * FLOW_BYTES > limit as f64 => Err(err(format!(
-                "generators: about {flows:.3e} flows, which need about {:.1} GB (700 B each by \
-                 the time the results are written), more than the {:.1} GB available; lower \
-                 the load or set max_flows / until",
+                "generators: about {flows:.3e} flows kept in memory, which need about {:.1} GB \
+                 (700 B each){}, more than the {:.1} GB available; lower the load or set \
+                 max_flows / until",
                 flows * FLOW_BYTES / 1e9,
+                if keeps_finished_flows {
+                    " until the results are written (a service, packet trace, event log or \
+                     flow time series keeps finished flows)"
+                } else {
+                    ""
+                },
                 limit as f64 / 1e9
             ))),
             _ => Ok(()),
@@ -98,7 +114,20 @@ impl ScenarioSpec {
                 )));
             }
         }
-        fits(expected_flows)?;
+        // Flows that leave memory when they finish are held at once only while they run: a
+        // generator with a load below the capacity it is relative to keeps a steady number
+        // running; any other (an overload, a shuffle or incast that starts its flows
+        // together) may hold all of them.
+        let held = if keeps_finished_flows {
+            expected_flows
+        } else {
+            sources
+                .iter()
+                .filter(|(s, _)| s.info().load.is_none_or(|l| l.load >= 1.0))
+                .filter_map(|(s, _)| scenario.flows_of(s))
+                .fold(scenario.flows.len() as f64, |n, m| n + m)
+        };
+        fits(held)?;
         let explicit = scenario.flows.len() as f64;
         check_sample_rows(
             &scenario.spec,
@@ -145,10 +174,15 @@ fn check_name(n: &str) -> Result<(), String> {
 
 /// Checks what the control-plane services need of the scenario (`[controller]`, the
 /// transports that bring in a service).
-fn check_services(spec: &ScenarioSpec, transports: &Transports, hosts: u32) -> Result<(), String> {
+/// Checks the services the scenario wants; returns whether it wants any.
+fn check_services(
+    spec: &ScenarioSpec,
+    transports: &Transports,
+    hosts: u32,
+) -> Result<bool, String> {
     let names: Vec<&str> = transports.index_of.keys().map(String::as_str).collect();
     let index = |name: &str| transports.index_of.get(name).copied();
-    dcsim_control::Services::check(&dcsim_control::CheckCx {
+    let cx = dcsim_control::CheckCx {
         transports: &transports.specs,
         transport_index: &index,
         transport_names: &names,
@@ -156,7 +190,9 @@ fn check_services(spec: &ScenarioSpec, transports: &Transports, hosts: u32) -> R
         topology: &spec.topology,
         hosts,
         duration: spec.sim.duration,
-    })
+    };
+    dcsim_control::Services::check(&cx)?;
+    Ok(dcsim_control::Services::any_wanted(&cx))
 }
 
 /// The scenario's transports in index order (the default first, then the named ones in

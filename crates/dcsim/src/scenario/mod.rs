@@ -71,6 +71,10 @@ pub struct Scenario {
     pub port_notes: Vec<String>,
     /// What generators need to know about the network.
     pub source_params: SourceParams,
+    /// Whether something in the run asks for finished flows by number (a control-plane
+    /// service, a packet trace, the event log, flows sampled in the time series), so that
+    /// finished flows must stay in memory until the end; otherwise they leave it.
+    pub keeps_finished_flows: bool,
 }
 
 /// What traffic patterns need to know about the network and the run.
