@@ -9,8 +9,8 @@
 
 pub mod analysis;
 mod digest;
-pub mod oracle;
 pub mod plot;
+pub mod reference;
 mod rows;
 pub mod sorted;
 pub mod spill;

@@ -311,7 +311,7 @@ impl Scheme {
     }
 }
 
-/// A scheme of the fat-tree comparison (and of `fct-oracle`).
+/// A scheme of the fat-tree comparison (and of `fct-ps`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FatTreeScheme {
     /// ExpressPass as the fat-tree script first ran it (October 2017, two months after the

@@ -4,7 +4,7 @@
 //! it in words ("a few RTTs": at most 5), the paper's number where it gives one. The
 //! bounds are fixed here, in one place, before any run: they are never moved to make a
 //! verdict come out. A check is what must hold whatever the paper says (every flow
-//! completes, a theory the oracle must match); its bound is loose enough for the quick
+//! completes, a theory a reference model must match); its bound is loose enough for the quick
 //! form's few flows. docs/reproductions.md lists both.
 //!
 //! Every judge reads only result.json, so `claims` and `checks` can be recomputed from
@@ -456,13 +456,15 @@ fn fattree_no_loss(r: &Value, v: &mut Verdicts) {
     }
 }
 
-/// `fct-oracle`.
-pub fn fct_oracle(r: &Value, v: &mut Verdicts) {
+/// `fct-ps`.
+pub fn fct_ps(r: &Value, v: &mut Verdicts) {
     let theory = at(r, &["ps_theory_mean_slowdown"]).unwrap_or(f64::NAN);
     v.check(
-        "oracle-matches-ps",
-        format!("the oracle's mean slowdown of 1 MB+ flows (M/G/1-PS: {theory}, ± 20 %)"),
-        at(r, &["slowdown", "oracle", "1MB+", "mean"]),
+        "ps-matches-theory",
+        format!(
+            "processor sharing's mean slowdown of 1 MB+ flows (M/G/1-PS theory: {theory}, ± 20 %)"
+        ),
+        at(r, &["slowdown", "ps", "1MB+", "mean"]),
         Bound::Between(0.8 * theory, 1.2 * theory),
     );
 }

@@ -15,7 +15,7 @@ mod common;
 mod dx;
 mod fastpass;
 mod fattree;
-mod oracle;
+mod fct_ps;
 mod pulser;
 mod pulser_testbed;
 mod sdn;
@@ -108,11 +108,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
         judge: claims::dx,
     },
     Experiment {
-        name: "fct-oracle",
+        name: "fct-ps",
         description: "one 10 Gb/s bottleneck at load 0.5: slowdown per size bucket, ExpressPass \
             and DCTCP beside ideal fair sharing",
-        run: oracle::fct_oracle,
-        judge: claims::fct_oracle,
+        run: fct_ps::fct_ps,
+        judge: claims::fct_ps,
     },
     Experiment {
         name: "pulser-leafspine",

@@ -9,7 +9,7 @@ mod events;
 mod fastpass;
 mod golden;
 mod memory;
-mod oracle;
+mod processor_sharing;
 mod scenario;
 mod split;
 mod trace;

@@ -1,4 +1,4 @@
-//! The single-bottleneck oracle: Poisson arrivals at load ρ into one link shared by an ideal
+//! Processor sharing on a single bottleneck: Poisson arrivals at load ρ into one link shared by an ideal
 //! fair-sharing transport (fluid processor sharing) give a mean slowdown of 1/(1 − ρ) in
 //! every size bucket (M/G/1-PS). This checks the workload generator, the load definition
 //! and the per-bucket analysis together with the fluid model, and the packet-level Ideal
@@ -6,12 +6,12 @@
 
 use dcsim::engine::{Rate, RngTree};
 use dcsim::metrics::analysis::{FlowSample, bucket_stats};
-use dcsim::metrics::oracle::processor_sharing;
+use dcsim::metrics::reference::processor_sharing;
 use dcsim::workload::{GeneratorSpec, SourceCx};
 
 /// Slowdowns per bucket for `flows` flows of `cdf` at `load` between two hosts: each host
 /// link carries `load` in each direction, and each direction is one PS link.
-fn oracle_buckets(cdf: &str, load: f64, flows: u64, seed: u64) -> Vec<(String, u64, f64)> {
+fn ps_buckets(cdf: &str, load: f64, flows: u64, seed: u64) -> Vec<(String, u64, f64)> {
     let spec: GeneratorSpec = toml::from_str(&format!(
         "kind = \"poisson\"\nload = {load}\nload_relative_to = \"host-links\"\n\
          flow_size = {{ cdf = \"{cdf}\" }}\nmax_flows = {flows}\n"
@@ -55,7 +55,7 @@ fn oracle_buckets(cdf: &str, load: f64, flows: u64, seed: u64) -> Vec<(String, u
 /// that; a wrong load definition or bucket assignment moves it far more (next test).
 #[test]
 fn processor_sharing_at_half_load_gives_slowdown_two_in_every_bucket() {
-    for (bucket, n, sd) in oracle_buckets("websearch", 0.5, 40_000, 7) {
+    for (bucket, n, sd) in ps_buckets("websearch", 0.5, 40_000, 7) {
         if n < 2_000 {
             continue;
         }
@@ -70,13 +70,13 @@ fn processor_sharing_at_half_load_gives_slowdown_two_in_every_bucket() {
 /// far outside the band of 0.5 (the check can fail).
 #[test]
 fn processor_sharing_tracks_the_load() {
-    let all = |load| oracle_buckets("websearch", load, 40_000, 7)[0].2;
+    let all = |load| ps_buckets("websearch", load, 40_000, 7)[0].2;
     let (half, high) = (all(0.5), all(0.7));
     assert!((half - 2.0).abs() < 0.16, "{half}");
     assert!((high - 1.0 / 0.3).abs() < 0.6, "{high}");
 }
 
-/// The packet-level Ideal transport closes the oracle: senders paced at the max-min rates
+/// The packet-level Ideal transport matches processor sharing: senders paced at the max-min rates
 /// the global oracle recomputes at every start and completion share each host link as
 /// processor sharing does. Poisson web-search flows at load 0.5 between two hosts: flows of
 /// 100 KB and more see mean slowdown within 10 % of 1/(1 − ρ) = 2 (measured 1.88 and 1.94

@@ -1,16 +1,16 @@
-//! `fct-oracle`: packet-level transports beside an ideal fair-sharing transport on one
-//! bottleneck.
+//! `fct-ps`: packet-level transports beside processor sharing, the ideal fair-sharing
+//! transport, on one bottleneck.
 //!
 //! Two hosts on one switch exchange Poisson web-search flows at load 0.5 of their links,
-//! so each direction is a single 10 Gb/s bottleneck. The oracle is fluid processor sharing
-//! on the same arrivals (`dcsim_metrics::oracle`), in wire bytes, plus each flow's fixed
+//! so each direction is a single 10 Gb/s bottleneck. The reference (series `ps`) is fluid
+//! processor sharing on the same arrivals (`dcsim_metrics::reference`), in wire bytes, plus each flow's fixed
 //! latency (propagation and store-and-forward of its unloaded FCT): what a transport with
 //! perfect, instantaneous fair sharing and empty queues would achieve. M/G/1-PS theory puts
 //! its mean slowdown near 1/(1 − 0.5) = 2 for long flows.
 
 use dcsim::engine::Dur;
 use dcsim::metrics::analysis::{BUCKET_SETS, FlowSample, bucket_stats};
-use dcsim::metrics::oracle::processor_sharing;
+use dcsim::metrics::reference::processor_sharing;
 use dcsim::transport::TcpProfile;
 use dcsim::workload::{BuiltinCdf, LoadBasis};
 use dcsim::{Results, ScenarioSpec};
@@ -38,8 +38,9 @@ fn scenario(scheme: Scheme, flows: u64) -> ScenarioSpec {
     s
 }
 
-/// The oracle's FCT of every flow of a run (same arrivals and sizes), as bucket samples.
-fn oracle_samples(r: &Results) -> Vec<FlowSample> {
+/// Processor sharing's FCT of every flow of a run (same arrivals and sizes), as bucket
+/// samples.
+fn ps_samples(r: &Results) -> Vec<FlowSample> {
     let cap = GBPS as f64 * 1e9;
     let wire_bits = |size: u64| (size as f64 * 1538.0 / 1460.0) * 8.0;
     let mut out = Vec::new();
@@ -74,8 +75,8 @@ fn oracle_samples(r: &Results) -> Vec<FlowSample> {
     out
 }
 
-/// `fct-oracle`: mean and p99 slowdown per size bucket, each scheme beside the oracle.
-pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
+/// `fct-ps`: mean and p99 slowdown per size bucket, each scheme beside processor sharing.
+pub fn fct_ps(ctx: &Ctx) -> Result<Value, String> {
     let flows = ctx.pick(2_000u64, 20_000);
     let schemes = [Scheme::Xpass, Scheme::Dctcp];
     let runs = schemes
@@ -84,7 +85,7 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
         .collect();
     let results = ctx.run_many(runs)?;
     let mut out = json!({});
-    // Both runs draw the same arrivals (same seed and generator); the oracle uses the first.
+    // Both runs draw the same arrivals (same seed and generator); processor sharing uses the first.
     let arrivals = |r: &Results| -> Vec<(u64, Option<u64>)> {
         rows(r).iter().map(|f| (f.start_ns, f.size_bytes)).collect()
     };
@@ -94,8 +95,8 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
     {
         return Err("the schemes' runs drew different flows".into());
     }
-    let oracle = bucket_stats(&oracle_samples(&results[0]));
-    let names: Vec<&str> = oracle.iter().map(|b| b.bucket).collect();
+    let ps = bucket_stats(&ps_samples(&results[0]));
+    let names: Vec<&str> = ps.iter().map(|b| b.bucket).collect();
     let mut rows = Vec::new();
     let mut mean_series = Vec::new();
     let mut p99_series = Vec::new();
@@ -140,7 +141,7 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
         mean_series.push(pick(|b| b.slowdown_mean));
         p99_series.push(pick(|b| b.slowdown_p99));
     };
-    add("oracle", &oracle);
+    add("ps", &ps);
     for (s, r) in schemes.iter().zip(&results) {
         if r.buckets.iter().map(|b| b.bucket).collect::<Vec<_>>() != names {
             return Err("bucket sets differ between runs".into());
@@ -170,7 +171,7 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
         &rows,
     )?;
     ctx.plot(&Plot {
-        file: "slowdown_vs_oracle".into(),
+        file: "slowdown_vs_ps".into(),
         panels: vec![
             Panel::bars(
                 "mean slowdown per size bucket",
@@ -197,7 +198,7 @@ pub fn fct_oracle(ctx: &Ctx) -> Result<Value, String> {
             "topology": "star of 2 hosts, 10 Gb/s, 5 us links: each direction one bottleneck",
             "workload": "Poisson, web search sizes, load 0.5 of the host links in wire bytes \
                 (1538/1460)",
-            "oracle": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus \
+            "ps": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus \
                 each flow's fixed latency (unloaded FCT less its serialization)",
             "schemes": "as in xpass-fattree (ExpressPass as the 2017 fat-tree script, DCTCP \
                 with a 180-segment window cap), but DCTCP with TCP profile ideal (no \
