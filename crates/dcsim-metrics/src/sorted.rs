@@ -108,6 +108,11 @@ impl ExternalSort {
     /// # Errors
     /// A temporary file could not be written or read.
     pub fn for_each_sorted(&mut self, mut f: impl FnMut(f64, u16)) -> io::Result<()> {
+        // A run that could not be written: what is left in memory is not every value.
+        if let Some(e) = self.error.take() {
+            self.buf = Vec::new();
+            return Err(e);
+        }
         if self.runs.is_empty() {
             self.sort_buf();
             for &(v, t) in &self.buf {
@@ -246,6 +251,19 @@ mod tests {
             }
         }
         assert!(sorted(&[], 3).is_empty());
+    }
+
+    /// Runs that cannot be written (no folder for the file) are an error when the values
+    /// are read, not a sorted part of them.
+    #[test]
+    fn a_run_that_cannot_be_written_is_an_error() {
+        let mut s = ExternalSort::new(1, Some(PathBuf::from("/nonexistent/dcsim")));
+        for v in [3.0, 1.0, 2.0] {
+            s.push(v, 0);
+        }
+        let mut seen = 0;
+        assert!(s.for_each_sorted(|_, _| seen += 1).is_err());
+        assert_eq!(seen, 0);
     }
 
     #[test]

@@ -267,6 +267,9 @@ pub trait Transport: Sized {
     fn sample(tx: &Self::Sender, rx: &Self::Receiver, out: &mut Vec<(&'static str, f64)>);
     /// A packet arrived for the flow after both ends had finished.
     fn on_straggler(_pkt: &Packet, _r: &mut FlowRecord) {}
+    /// Whether [`Transport::on_straggler`] may change the record (so that the flow table
+    /// keeps the stragglers of flows that have left it).
+    const COUNTS_STRAGGLERS: bool = false;
     /// Whether the sender alone knows when a flow without a stop time has finished: once
     /// the sender is done, the receiver holds every byte and is idle, and stays so, and
     /// [`Transport::record`] reads the sender only. A run split between threads can then

@@ -186,8 +186,10 @@ struct Retire {
     /// Finished flows not yet retired, by the time they finished.
     finished: VecDeque<(FlowId, Time)>,
     /// Packets that reached retired flows, for their records (ExpressPass counts a credit
-    /// that arrives after the finish as wasted), applied when the records are read.
+    /// that arrives after the finish as wasted), applied when the records are read; kept
+    /// only if some transport of the table counts them.
     late: Vec<Packet>,
+    keep_late: bool,
     /// Bytes the retired flows delivered.
     delivered_bytes: u64,
 }
@@ -481,14 +483,15 @@ impl Flows {
         self.stale_timers
     }
 
-    /// From now on, a flow that has finished leaves the table `grace` after its finish:
-    /// its spec and final record go to `file` (an empty temporary file), and its memory is
-    /// freed with the rest of its page. [`Flows::for_each_record`] reads every flow back.
+    /// From now on, a flow that has finished leaves the table when another finishes at
+    /// least `grace` after it: its spec and final record go to `file` (an empty temporary
+    /// file), and its memory is freed with the rest of its page. [`Flows::for_each_record`] reads every flow back.
     ///
     /// Only for a table whose finished flows nobody asks for by number: their spec,
     /// record and bytes delivered panic once they have left. Packets that still reach a
-    /// flow after it left are kept (one per straggler) and folded into its record when it
-    /// is read; the grace makes them rare.
+    /// flow after it left are kept (one per straggler, if some transport of the table
+    /// counts stragglers: [`Transport::COUNTS_STRAGGLERS`]) and folded into its record
+    /// when it is read; the grace makes them rare.
     pub fn retire_finished(&mut self, file: File, grace: Dur) {
         debug_assert!(self.retire.is_none(), "retiring already");
         self.retire = Some(Box::new(Retire {
@@ -496,6 +499,7 @@ impl Flows {
             grace,
             finished: VecDeque::new(),
             late: Vec::new(),
+            keep_late: self.transports.iter().any(TransportSpec::counts_stragglers),
             delivered_bytes: 0,
         }));
     }
@@ -539,16 +543,16 @@ impl Flows {
     ) -> io::Result<()> {
         let mut retire = self.retire.take();
         let result = (|| {
-            let mut late = retire
-                .as_mut()
-                .map(|r| std::mem::take(&mut r.late))
-                .unwrap_or_default();
-            late.sort_by_key(|p| p.flow.0);
-            let mut late = late.iter().peekable();
-            let mut reader = match retire.as_deref_mut() {
-                Some(r) => Some(r.store.reader()?),
-                None => None,
+            // Sorted in place (stable: a flow's stragglers in arrival order) and read, not
+            // taken, so that the records read the same every time.
+            let (late, mut reader) = match retire.as_deref_mut() {
+                Some(r) => {
+                    r.late.sort_by_key(|p| p.flow.0);
+                    (r.late.as_slice(), Some(r.store.reader()?))
+                }
+                None => (&[][..], None),
             };
+            let mut late = late.iter().peekable();
             for i in 0..self.len {
                 let f = FlowId::new(i);
                 if self.get(f).is_some() {
@@ -623,7 +627,7 @@ impl Flows {
         let f = p.flow;
         let Some(fl) = slot_mut(&mut self.pages, f) else {
             // A straggler for a flow that has left the table: kept for its record.
-            if let Some(r) = self.retire.as_deref_mut() {
+            if let Some(r) = self.retire.as_deref_mut().filter(|r| r.keep_late) {
                 r.late.push(p);
             }
             return;

@@ -102,6 +102,11 @@ macro_rules! transports {
             pub fn sender_finishes(&self) -> bool {
                 match self { $(Self::$V(_) => <$T as Transport>::SENDER_FINISHES,)+ }
             }
+            /// Whether a packet that arrives after its flow finished may change the flow's
+            /// record ([`Transport::COUNTS_STRAGGLERS`]).
+            pub(crate) fn counts_stragglers(&self) -> bool {
+                match self { $(Self::$V(_) => <$T as Transport>::COUNTS_STRAGGLERS,)+ }
+            }
             /// Books a packet that arrived after both ends of its flow had finished.
             pub(crate) fn on_straggler(&self, pkt: &Packet, r: &mut FlowRecord) {
                 match self { $(Self::$V(_) => <$T as Transport>::on_straggler(pkt, r),)+ }

@@ -191,11 +191,36 @@ fn write_all_at(f: &File, buf: &[u8], pos: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(f, buf, pos)
 }
 
+#[cfg(windows)]
+fn write_all_at(f: &File, mut buf: &[u8], mut pos: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_write(f, buf, pos) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                buf = &buf[n..];
+                pos += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(unix)]
+fn read_at(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(f, buf, pos)
+}
+
+#[cfg(windows)]
+fn read_at(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(f, buf, pos)
+}
+
 fn read_up_to(f: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
-        match std::os::unix::fs::FileExt::read_at(f, &mut buf[got..], pos + got as u64) {
+        match read_at(f, &mut buf[got..], pos + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -324,7 +324,11 @@ impl Results {
         }
         dig.update(&buckets_csv);
         dig.update(&tiers_csv);
-        let dig = dig.finish();
+        // A file that could not be written has no digest (its error comes with the write).
+        let failed = flows_csv.is_err()
+            || matches!(timeseries, Some(Err(_)))
+            || matches!(events, Some(Err(_)));
+        let dig = (!failed).then(|| format!("{:016x}", dig.finish()));
         let packet_traces = world.tracer.as_ref().map(|t| {
             t.files
                 .iter()
@@ -400,7 +404,7 @@ impl Results {
                 "peak_rss_bytes": peak_rss_bytes(),
                 "flows_left_table": world.flows.retired(),
             },
-            "digest": format!("{dig:016x}"),
+            "digest": dig,
             "workload": world.sources.iter().map(|(s, _)| {
                 let mut v = serde_json::to_value(s.info()).unwrap_or(Value::Null);
                 if let Value::Object(m) = &mut v {

@@ -283,6 +283,8 @@ impl Transport for Xpass {
         out.push(("credit_rate_gbps", rx.credit_rate() * 8.0 / 1e9));
         out.push(("w", rx.w()));
     }
+    const COUNTS_STRAGGLERS: bool = true;
+
     /// A credit that arrives after the flow has finished is wasted.
     fn on_straggler(pkt: &Packet, r: &mut FlowRecord) {
         if pkt.class == Class::Credit {
