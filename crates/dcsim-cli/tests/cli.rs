@@ -106,6 +106,48 @@ fn one_and_two_threads(file: &str, dir: &Path) -> String {
     said
 }
 
+/// A run split between threads keeps every flow to the end: where the scenario's flows
+/// would not fit in memory that way (82,000 one-packet flows against 20 MB), `--threads 2`
+/// says so and runs on one thread, whose finished flows leave memory.
+#[test]
+fn threads_fall_back_to_one_where_a_split_run_would_not_fit() {
+    let dir = tmp("threads-memory");
+    let d = dir.path();
+    let f = write(
+        d,
+        "[sim]\nduration = \"20ms\"\n[topology]\nkind = \"fat-tree\"\nk = 4\n\
+         [transport]\nkind = \"tcp\"\ncc = \"dctcp\"\n[[generators]]\npattern = { kind = \
+         \"poisson\", load = 0.3, load_relative_to = \"host-links\", flow_size = { fixed = \
+         \"1460B\" } }\n",
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_dcsim"))
+        .args([
+            "run",
+            &f,
+            "--out",
+            d.join("out").to_str().unwrap(),
+            "--threads",
+            "2",
+        ])
+        .env("DCSIM_MAX_MEMORY_MB", "20")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("keeps every flow in memory until the end")
+            && err.contains("running on one thread"),
+        "{err}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("out/summary.json")).unwrap()).unwrap();
+    assert!(
+        s["memory"]["flows_left_table"].as_u64().unwrap() > 50_000,
+        "{}",
+        s["memory"]
+    );
+}
+
 /// `--threads 2` on a k = 4 fat-tree (4 pods) with DCTCP flows from every host to a host
 /// two pods on, half of them 200 KB: the tables of one thread, and a note saying it ran
 /// on two threads. On a dumbbell, which has no pods: a note, and a run on one thread.

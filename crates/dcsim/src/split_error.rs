@@ -59,6 +59,21 @@ pub enum SplitError {
         /// The receiver's event.
         at: Time,
     },
+    /// A run split between threads keeps every flow in memory to the end (on one thread
+    /// finished flows leave it), and the scenario's flows would not fit.
+    #[error(
+        "a run split between threads keeps every flow in memory until the end: about \
+         {flows} flows need about {need_mb} MB, more than the {limit_mb} MB available (on \
+         one thread, finished flows leave memory)"
+    )]
+    TooManyFlows {
+        /// The flows the scenario expects.
+        flows: u64,
+        /// The memory they need, MB.
+        need_mb: u64,
+        /// The memory available, MB.
+        limit_mb: u64,
+    },
     /// The world has already run, or began a run that failed.
     #[error("the world has already run")]
     AlreadyRun,

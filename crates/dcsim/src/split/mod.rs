@@ -369,6 +369,21 @@ impl World {
         if let Some((_, feature)) = refused.iter().find(|r| r.0) {
             return Err(SplitError::Unsupported { feature });
         }
+        // Every part keeps its flows to the end: refused, before anything is built, where a
+        // run on one thread (whose finished flows leave memory) is what fits.
+        if parts > 1 {
+            let flows = self.scenario.expected_flows(&self.sources);
+            let need = flows * crate::scenario::FLOW_BYTES;
+            if let Some(limit) = crate::scenario::memory_limit()
+                && need > limit as f64
+            {
+                return Err(SplitError::TooManyFlows {
+                    flows: flows as u64,
+                    need_mb: (need / 1e6) as u64,
+                    limit_mb: limit / 1_000_000,
+                });
+            }
+        }
         // A network that cannot be split is refused before anything else is worked out.
         let even = if parts > 1 {
             Some(Partition::by_pods(&self.net, parts)?)
