@@ -195,55 +195,139 @@ pub fn tables_with_counters(
     results: &Results,
     counters: &[String],
 ) -> Result<Vec<Table>, ColumnarError> {
-    let docs = column_docs();
-    let version = results.summary["dcsim_version"].as_str().unwrap_or("");
-    let make = |name: &'static str, cols: &[(&str, DataType, bool)], extra: &[String]| {
-        let mut fields: Vec<Field> = cols
-            .iter()
-            .map(|(c, t, null)| field(&docs, name, c, t.clone(), *null))
-            .collect();
-        fields.extend(extra.iter().map(|c| field(&docs, name, c, UInt64, true)));
-        let meta = HashMap::from([
-            ("dcsim.table".to_string(), name.to_string()),
-            ("dcsim.version".to_string(), version.to_string()),
-            ("dcsim.schema".to_string(), "docs/output.md".to_string()),
-            (
-                "dcsim.schema_version".to_string(),
-                dcsim::metrics::OUTPUT_SCHEMA_VERSION.to_string(),
-            ),
-        ]);
-        Schema::new(fields).with_metadata(meta)
-    };
-    let build = |name: &'static str, schema: Schema, fixed: usize, rows: &dyn RowsOf| {
-        let err = |e: &dyn std::fmt::Display| ColumnarError::Schema {
-            table: name,
-            message: e.to_string(),
-        };
-        let fixed_fields: Vec<FieldRef> = schema.fields()[..fixed].to_vec();
-        let base = rows.batch(&fixed_fields).map_err(|e| err(&e))?;
-        let mut columns: Vec<ArrayRef> = base.columns().to_vec();
-        columns.extend(rows.extra());
-        RecordBatch::try_new(Arc::new(schema), columns).map_err(|e| err(&e))
-    };
     let table =
         |name: &'static str, extra: &[String], rows: &dyn RowsOf| -> Result<Table, ColumnarError> {
-            let cols = columns_of(name);
-            let batch = build(name, make(name, cols, extra), cols.len(), rows)?;
-            Ok(Table { name, batch })
+            let schema = schema_of(results, name, extra);
+            Ok(Table {
+                name,
+                batch: batch_of(name, schema, rows)?,
+            })
         };
+    let mut out = vec![table(
+        "flows",
+        counters,
+        &Flows(results.flows()?, counters),
+    )?];
+    out.extend(tables_but_flows(results)?);
+    Ok(out)
+}
+
+/// [`tables`] but the flows table.
+fn tables_but_flows(results: &Results) -> Result<Vec<Table>, ColumnarError> {
+    let table = |name: &'static str, rows: &dyn RowsOf| -> Result<Table, ColumnarError> {
+        let schema = schema_of(results, name, &[]);
+        Ok(Table {
+            name,
+            batch: batch_of(name, schema, rows)?,
+        })
+    };
     let mut out = vec![
-        table("flows", counters, &Flows(results.flows()?, counters))?,
-        table("ports", &[], &Plain(&results.ports))?,
-        table("buckets", &[], &Plain(&results.buckets))?,
-        table("tiers", &[], &Plain(&results.tiers))?,
+        table("ports", &Plain(&results.ports))?,
+        table("buckets", &Plain(&results.buckets))?,
+        table("tiers", &Plain(&results.tiers))?,
     ];
     if let Some(s) = results.samples()? {
-        out.push(table("timeseries", &[], &Plain(&s))?);
+        out.push(table("timeseries", &Plain(&s))?);
     }
     if let Some(e) = results.events()? {
-        out.push(table("events", &[], &Plain(&e))?);
+        out.push(table("events", &Plain(&e))?);
     }
     Ok(out)
+}
+
+/// The schema of table `name` of `results`' run, with `extra` counter columns: each field
+/// with its unit and description, the table with its name, version and schema version.
+fn schema_of(results: &Results, name: &'static str, extra: &[String]) -> Schema {
+    let docs = column_docs();
+    let version = results.summary["dcsim_version"].as_str().unwrap_or("");
+    let cols = columns_of(name);
+    let mut fields: Vec<Field> = cols
+        .iter()
+        .map(|(c, t, null)| field(&docs, name, c, t.clone(), *null))
+        .collect();
+    fields.extend(extra.iter().map(|c| field(&docs, name, c, UInt64, true)));
+    let meta = HashMap::from([
+        ("dcsim.table".to_string(), name.to_string()),
+        ("dcsim.version".to_string(), version.to_string()),
+        ("dcsim.schema".to_string(), "docs/output.md".to_string()),
+        (
+            "dcsim.schema_version".to_string(),
+            dcsim::metrics::OUTPUT_SCHEMA_VERSION.to_string(),
+        ),
+    ]);
+    Schema::new(fields).with_metadata(meta)
+}
+
+/// `rows` as a batch of table `name` with `schema`.
+fn batch_of(
+    name: &'static str,
+    schema: Schema,
+    rows: &dyn RowsOf,
+) -> Result<RecordBatch, ColumnarError> {
+    let err = |e: &dyn std::fmt::Display| ColumnarError::Schema {
+        table: name,
+        message: e.to_string(),
+    };
+    let fixed = columns_of(name).len();
+    let fixed_fields: Vec<FieldRef> = schema.fields()[..fixed].to_vec();
+    let base = rows.batch(&fixed_fields).map_err(|e| err(&e))?;
+    let mut columns: Vec<ArrayRef> = base.columns().to_vec();
+    columns.extend(rows.extra());
+    RecordBatch::try_new(Arc::new(schema), columns).map_err(|e| err(&e))
+}
+
+/// Rows of flows.parquet converted and written at a time.
+const FLOW_CHUNK: usize = 65_536;
+
+/// flows.parquet, written to `out` from flows.csv 65,536 rows at a time, so that a run of
+/// any number of flows is converted in bounded memory. It holds what [`to_parquet`] of the
+/// whole [`tables`] flows table holds (one row group up to the writer's 1 Mi rows), and
+/// its bytes are as deterministic; they are the same bytes for small tables (300 flows),
+/// but not for large ones (200,000 flows), where the writer cuts pages at other rows.
+///
+/// # Errors
+/// Reading flows.csv, a row that does not fit the schema, or the writer's error.
+pub fn write_flows_parquet<W: std::io::Write + Send>(
+    results: &Results,
+    counters: &[String],
+    out: W,
+) -> Result<W, ColumnarError> {
+    write_flows_parquet_in(results, counters, out, FLOW_CHUNK)
+}
+
+/// [`write_flows_parquet`] with chunks of `chunk` rows.
+#[doc(hidden)]
+pub fn write_flows_parquet_in<W: std::io::Write + Send>(
+    results: &Results,
+    counters: &[String],
+    out: W,
+    chunk: usize,
+) -> Result<W, ColumnarError> {
+    let err = |source| ColumnarError::Parquet {
+        table: "flows",
+        source,
+    };
+    let schema = schema_of(results, "flows", counters);
+    let mut w =
+        ArrowWriter::try_new(out, Arc::new(schema.clone()), Some(parquet_props())).map_err(err)?;
+    let mut failed = None;
+    results
+        .for_each_flow_chunk(chunk, |rows| {
+            let written = batch_of("flows", schema.clone(), &Flows(rows, counters))
+                .and_then(|b| w.write(&b).map_err(err));
+            written.map_err(|e| {
+                failed = Some(e);
+                std::io::Error::other("stopped")
+            })
+        })
+        .map_err(|e| failed.take().unwrap_or(ColumnarError::Timeseries(e)))?;
+    w.into_inner().map_err(err)
+}
+
+fn parquet_props() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build()
 }
 
 /// The Parquet files of a run, as (file name, bytes): `flows.parquet` and so on, one per
@@ -252,7 +336,15 @@ pub fn tables_with_counters(
 /// # Errors
 /// See [`tables`] and [`to_parquet`].
 pub fn parquet_files(results: &Results) -> Result<Vec<(&'static str, Vec<u8>)>, ColumnarError> {
-    tables(results)?
+    let flows = write_flows_parquet(results, &results.flow_counter_columns(), Vec::new())?;
+    let mut out = vec![("flows.parquet", flows)];
+    out.extend(parquet_but_flows(results)?);
+    Ok(out)
+}
+
+/// [`parquet_files`] but flows.parquet.
+fn parquet_but_flows(results: &Results) -> Result<Vec<(&'static str, Vec<u8>)>, ColumnarError> {
+    tables_but_flows(results)?
         .iter()
         .map(|t| Ok((parquet_name(t.name), to_parquet(t)?)))
         .collect()
@@ -280,10 +372,8 @@ pub fn to_parquet(table: &Table) -> Result<Vec<u8>, ColumnarError> {
         table: table.name,
         source,
     };
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .build();
-    let mut w = ArrowWriter::try_new(Vec::new(), table.batch.schema(), Some(props)).map_err(err)?;
+    let mut w = ArrowWriter::try_new(Vec::new(), table.batch.schema(), Some(parquet_props()))
+        .map_err(err)?;
     w.write(&table.batch).map_err(err)?;
     w.into_inner().map_err(err)
 }
@@ -376,10 +466,28 @@ pub fn write_results(
     extra: &[(&str, &[u8])],
 ) -> std::io::Result<()> {
     let summary = results.summary_json()?;
-    let parquet = match format {
-        Format::Csv => Vec::new(),
-        Format::Parquet | Format::Both => parquet_files(results).map_err(std::io::Error::other)?,
+    // flows.parquet goes to a temporary file beside the results as it is made (a run's
+    // flows need not fit in memory); the other tables are built in memory.
+    let (flows, parquet) = match format {
+        Format::Csv => (None, Vec::new()),
+        Format::Parquet | Format::Both => {
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+            let file = tempfile::tempfile_in(parent.unwrap_or(std::path::Path::new(".")))?;
+            let w = std::io::BufWriter::new(file);
+            let w = write_flows_parquet(results, &results.flow_counter_columns(), w)
+                .map_err(std::io::Error::other)?;
+            let file = w.into_inner().map_err(|e| e.into_error())?;
+            (
+                Some(file),
+                parquet_but_flows(results).map_err(std::io::Error::other)?,
+            )
+        }
     };
+    let parquet: Vec<(&str, Body<'_>)> = flows
+        .iter()
+        .map(|f| ("flows.parquet", Body::File(f)))
+        .chain(parquet.iter().map(|(n, b)| (*n, Body::Bytes(b))))
+        .collect();
     let mut files: Vec<(&str, Body<'_>)> =
         extra.iter().map(|&(n, b)| (n, Body::Bytes(b))).collect();
     let written = match format {

@@ -544,6 +544,39 @@ impl Results {
         Ok(self.flows.get_or_init(|| rows))
     }
 
+    /// The rows of flows.csv handed to `f` in order, at most `n` at a time, without holding
+    /// more than `n` (unless [`Results::flows`] has already read them all): for writers
+    /// that stream, such as Parquet's.
+    ///
+    /// # Errors
+    /// flows.csv could not be written during the run or read back, or `f`'s error.
+    pub fn for_each_flow_chunk(
+        &self,
+        n: usize,
+        mut f: impl FnMut(&[FlowRow]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let n = n.max(1);
+        if let Some(rows) = self.flows.get() {
+            return rows.chunks(n).try_for_each(f);
+        }
+        let file = spilled(&self.flows_csv)?;
+        let mut failed = None;
+        let read = read_flow_chunks(Body::File(file).reader(), n, |rows| {
+            f(rows).map_err(|e| {
+                failed = Some(e);
+                csv::Error::from(io::Error::other("stopped"))
+            })
+        });
+        match (failed, read) {
+            (Some(e), _) => Err(e),
+            (None, Err(e)) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("flows.csv: {e}"),
+            )),
+            (None, Ok(())) => Ok(()),
+        }
+    }
+
     /// The files a run writes, as (name, content), summary.json last: the CSV files, or
     /// the files given instead of them (`dcsim run --format parquet`).
     ///
@@ -551,11 +584,11 @@ impl Results {
     /// The time series could not be written to its temporary file during the run.
     pub fn files_with<'a>(
         &'a self,
-        tables: Option<&'a [(&'a str, Vec<u8>)]>,
+        tables: Option<&'a [(&'a str, Body<'a>)]>,
         summary: &'a [u8],
     ) -> io::Result<Vec<(&'a str, Body<'a>)>> {
         let mut files: Vec<(&str, Body<'_>)> = match tables {
-            Some(t) => t.iter().map(|(n, b)| (*n, Body::Bytes(b))).collect(),
+            Some(t) => t.to_vec(),
             None => {
                 let mut f = vec![
                     ("flows.csv", Body::File(spilled(&self.flows_csv)?)),
@@ -853,6 +886,20 @@ const RENAMED_FLOW_COLUMNS: &[&str] = &["ideal_fct_ns"];
 /// Reads `flows.csv` back: the fixed columns into the rows, the others into their
 /// counters (an empty cell is a counter of another transport).
 fn read_flows(file: impl io::Read) -> Result<Vec<FlowRow>, csv::Error> {
+    let mut rows = Vec::new();
+    read_flow_chunks(file, usize::MAX, |chunk| {
+        rows.append(chunk);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// [`read_flows`] in chunks of at most `n` rows, each handed to `f` (which may take them).
+fn read_flow_chunks(
+    file: impl io::Read,
+    n: usize,
+    mut f: impl FnMut(&mut Vec<FlowRow>) -> Result<(), csv::Error>,
+) -> Result<(), csv::Error> {
     let mut r = csv::Reader::from_reader(file);
     let header = r.headers()?.clone();
     let extra: Vec<(usize, &str)> = header
@@ -870,8 +917,15 @@ fn read_flows(file: impl io::Read) -> Result<Vec<FlowRow>, csv::Error> {
             }
         }
         rows.push(row);
+        if rows.len() == n {
+            f(&mut rows)?;
+            rows.clear();
+        }
     }
-    Ok(rows)
+    if !rows.is_empty() {
+        f(&mut rows)?;
+    }
+    Ok(())
 }
 
 /// The start-time window `[from, until)` of the flows that count in FCT statistics:
