@@ -471,8 +471,12 @@ pub fn write_results(
     let (flows, parquet) = match format {
         Format::Csv => (None, Vec::new()),
         Format::Parquet | Format::Both => {
+            // Beside the results: the folder that will hold them, made if new (as the commit
+            // makes it).
             let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-            let file = tempfile::tempfile_in(parent.unwrap_or(std::path::Path::new(".")))?;
+            let parent = parent.unwrap_or(std::path::Path::new("."));
+            std::fs::create_dir_all(parent)?;
+            let file = tempfile::tempfile_in(parent)?;
             let w = std::io::BufWriter::new(file);
             let w = write_flows_parquet(results, &results.flow_counter_columns(), w)
                 .map_err(std::io::Error::other)?;

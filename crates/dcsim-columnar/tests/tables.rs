@@ -189,7 +189,8 @@ fn flows_parquet_streamed_in_chunks_holds_the_whole_table() {
         .prefix("dcsim-columnar-stream-")
         .tempdir()
         .unwrap();
-    let dir = guard.path().join("out");
+    // Into a folder whose parent does not exist yet, as `res.write("results/x")` does.
+    let dir = guard.path().join("new").join("out");
     dcsim_columnar::write_results(&r, &dir, dcsim_columnar::Format::Parquet, &[]).unwrap();
     same(std::fs::read(dir.join("flows.parquet")).unwrap(), "written");
 }
