@@ -45,7 +45,8 @@ const DUPTHRESH: u32 = 3;
 /// Counters of one sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TcpStats {
-    /// Segments sent again (fast retransmit, partial ACKs, go-back-N after a timeout).
+    /// Segments sent again (fast retransmit, partial ACKs, go-back-N after a timeout); a
+    /// super-packet (`gso`) counts its segments.
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
@@ -618,13 +619,23 @@ impl TcpSender {
         if room < goal.min(left) && self.tso_should_defer(room, goal, now) {
             return None;
         }
-        Some((seq, goal.min(left).min((room / mss).max(1) * mss)))
+        // Linux's `tcp_cwnd_test` gives at most half the window to one super-packet, so
+        // that at least two are in flight (with PRR, its window is the flight plus sndcnt).
+        let cwnd = match &self.prr {
+            Some(prr) => in_flight + prr.sndcnt,
+            None => wnd,
+        };
+        let half = (cwnd / 2 / mss).max(1) * mss;
+        Some((seq, goal.min(left).min((room / mss).max(1) * mss).min(half)))
     }
 
-    /// Linux's `tcp_tso_should_defer` (6.x) with room `limit` short of the goal: wait for
+    /// Linux's `tcp_tso_should_defer` (6.18, with October 2025's "tcp: fix
+    /// tcp_tso_should_defer() vs large RTT") with room `limit` short of the goal: wait for
     /// the next ACK unless in loss recovery, the last packet left over a millisecond ago, a
-    /// third of the window is free (`tcp_tso_win_divisor` = 3), or the oldest packet out
-    /// left less than half a smoothed RTT ago (its ACK would come too late).
+    /// third of the window is free (`tcp_tso_win_divisor` = 3), or the oldest packet out's
+    /// ACK is expected (a smoothed RTT after it left) more than min(half that RTT, 1 ms)
+    /// from now. Before that fix the last rule was "left less than half a smoothed RTT
+    /// ago", which defers through most of a long RTT.
     fn tso_should_defer(&self, limit: u64, goal: u64, now: Time) -> bool {
         if self.in_recovery || self.in_loss || limit >= goal {
             return false;
@@ -640,7 +651,7 @@ impl TcpSender {
             return false;
         };
         match self.board.first_sent() {
-            Some(head) => now.saturating_since(head) >= srtt / 2,
+            Some(head) => !ack_too_far(head, srtt, now),
             None => false,
         }
     }
@@ -657,7 +668,8 @@ impl TcpSender {
         let len = len as u32;
         let mut flags = FLAG_DATA;
         if seq < self.high_tx {
-            self.stats.retransmits += 1;
+            // A super-packet counts its segments, as Linux's `total_retrans` does.
+            self.stats.retransmits += u64::from(len).div_ceil(self.mss);
         } else if self.queue_cwr {
             self.queue_cwr = false;
             flags |= FLAG_CWR;
@@ -1288,8 +1300,35 @@ impl Sender for TcpSender {
     }
 }
 
+/// Whether the ACK of a packet sent at `head`, expected a smoothed RTT later, is due more
+/// than min(half that RTT, 1 ms) after `now`: too far to wait for (`tcp_tso_should_defer`).
+fn ack_too_far(head: Time, srtt: Dur, now: Time) -> bool {
+    (head + srtt).saturating_since(now) > (srtt / 2).min(Dur::from_ms(1))
+}
+
 #[cfg(test)]
 mod tests {
+    /// Linux 6.18's deferral bound: the sender waits for an ACK expected within min(half
+    /// the smoothed RTT, 1 ms), and no longer. Before the October 2025 fix the rule was
+    /// "the oldest packet left at least half a smoothed RTT ago", which with a 200 ms RTT
+    /// waited for an ACK still 50 ms away.
+    #[test]
+    fn tso_deferral_waits_for_an_ack_at_most_a_millisecond_away() {
+        let at = |us: u64| Time::ZERO + Dur::from_us(us);
+        // A short RTT (100 µs): half of it bounds the wait.
+        let srtt = Dur::from_us(100);
+        assert!(!ack_too_far(at(0), srtt, at(60)), "due in 40 µs: wait");
+        assert!(ack_too_far(at(0), srtt, at(40)), "due in 60 µs: send");
+        // A long RTT (200 ms, a deep queue): 1 ms bounds it.
+        let srtt = Dur::from_ms(200);
+        assert!(ack_too_far(at(0), srtt, at(150_000)), "due in 50 ms: send");
+        assert!(
+            !ack_too_far(at(0), srtt, at(199_500)),
+            "due in 0.5 ms: wait"
+        );
+        assert!(!ack_too_far(at(0), srtt, at(250_000)), "overdue: wait");
+    }
+
     use super::*;
 
     const MSS: u64 = 1000;
