@@ -337,7 +337,7 @@ fn transport(t: &Transport) -> String {
             let mut s = format!(
                 "kind = \"tcp\"\ncc = \"{}\"\nprofile = \"{}\"\ndelayed_ack = {delayed_ack}\n",
                 ccs()[usize::from(*cc) % ccs().len()].name,
-                ["ideal", "ns2", "linux"][usize::from(*profile) % 3],
+                ["simple", "ns2", "linux"][usize::from(*profile) % 3],
             );
             if let Some(e) = ecn {
                 let _ = writeln!(s, "ecn = {e}");

@@ -28,7 +28,7 @@ fn scenario(scheme: Scheme, flows: u64) -> ScenarioSpec {
     scheme.configure(&mut s, GBPS);
     // Not an ns-2 reproduction: each sender's NIC is the only bottleneck here, and without
     // back-pressure (`ns2`) DCTCP would see no ECN at all, only drops at its own NIC.
-    build::tcp_profile(&mut s, TcpProfile::Ideal);
+    build::tcp_profile(&mut s, TcpProfile::Simple);
     s.generators = vec![build::poisson(
         LOAD,
         LoadBasis::HostLinks,
@@ -201,7 +201,7 @@ pub fn fct_ps(ctx: &Ctx) -> Result<Value, String> {
             "ps": "fluid processor sharing of the same arrivals in wire bytes at 10 Gb/s, plus \
                 each flow's fixed latency (unloaded FCT less its serialization)",
             "schemes": "as in xpass-fattree (ExpressPass as the 2017 fat-tree script, DCTCP \
-                with a 180-segment window cap), but DCTCP with TCP profile ideal (no \
+                with a 180-segment window cap), but DCTCP with TCP profile simple (no \
                 handshake, initial window 10, host back-pressure)",
         }),
     );

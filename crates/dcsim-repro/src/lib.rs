@@ -513,8 +513,8 @@ mod tests {
                     // RCP's routers set the rate; its start is not the papers' TCP.
                     TransportSpec::Tcp(t) if matches!(t.cc, CcSpec::Rcp(_)) => {}
                     TransportSpec::Tcp(t) => {
-                        let want = if r.name.contains("ideal") {
-                            TcpProfile::Ideal
+                        let want = if r.name.contains("simple") {
+                            TcpProfile::Simple
                         } else {
                             build::TCP_BASELINE
                         };

@@ -399,7 +399,7 @@ fn the_send_buffer_bounds_what_is_unacknowledged() {
 }
 
 /// After a timeout the sender resends only what the receiver lacks: segments the SACK
-/// blocks reported are skipped, with NewReno (`ideal`) as with the scoreboard (`linux`).
+/// blocks reported are skipped, with NewReno (`simple`) as with the scoreboard (`linux`).
 /// ns-2's FullTcp/Sack clears its scoreboard on a timeout and resends them (`ns2`).
 #[test]
 fn a_timeout_resends_only_what_the_receiver_lacks() {
@@ -407,7 +407,7 @@ fn a_timeout_resends_only_what_the_receiver_lacks() {
     // Nine holes around a delivered segment, on a 300 µs round trip: NewReno's one hole
     // per round trip outlasts its 1 ms timer.
     let lost: Vec<u64> = (20..30).filter(|&k| k != 25).collect();
-    for profile in [TcpProfile::Ideal, TcpProfile::Linux] {
+    for profile in [TcpProfile::Simple, TcpProfile::Linux] {
         let run = lossy_run(profile, 50, 100 * 1460, &lost);
         assert!(run.completed_at.is_some());
         let n = arrivals(&run);
@@ -425,8 +425,8 @@ fn a_timeout_resends_only_what_the_receiver_lacks() {
             run.tx.stats()
         );
     }
-    let ideal = lossy_run(TcpProfile::Ideal, 50, 100 * 1460, &lost);
-    assert!(ideal.tx.stats().timeouts >= 1, "{:?}", ideal.tx.stats());
+    let simple = lossy_run(TcpProfile::Simple, 50, 100 * 1460, &lost);
+    assert!(simple.tx.stats().timeouts >= 1, "{:?}", simple.tx.stats());
     // ns-2 clears its scoreboard on a timeout and resends what the receiver holds.
     let ns2 = lossy_run(TcpProfile::Ns2, 50, 100 * 1460, &lost);
     assert!(ns2.completed_at.is_some());

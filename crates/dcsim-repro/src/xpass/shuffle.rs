@@ -15,12 +15,12 @@ use crate::common::{Ctx, Panel, Plot, RunSpec, put, rows, to_series};
 /// the code law, α = w_init = 1/16, no AIR or ECS, 8-credit queues and 2-credit bursts on
 /// every port, NICs included; switch ports 250 packets, NICs 1000). The papers'
 /// shuffle ran in ns-2 (SIGCOMM Fig. 17), so DCTCP's headline profile is `ns2`; `dctcp-
-/// ideal` is the instant-start model this experiment used before (an extra series), now
+/// simple` is the instant-start model this experiment used before (an extra series), now
 /// with the same 180-segment window cap, which 2,496 flows per host never reach.
 const SERIES: [(&str, Scheme, TcpProfile); 3] = [
     ("expresspass", Scheme::Xpass, build::TCP_BASELINE),
     ("dctcp", Scheme::Dctcp, build::TCP_BASELINE),
-    ("dctcp-ideal", Scheme::Dctcp, TcpProfile::Ideal),
+    ("dctcp-simple", Scheme::Dctcp, TcpProfile::Simple),
 ];
 
 /// `xpass-shuffle`: hosts × tasks on one ToR; every task sends to every task on the other
@@ -121,7 +121,7 @@ pub fn run(ctx: &Ctx) -> Result<Value, String> {
                 credit shaping on every port incl. NICs: 8-credit queues, 2-credit bursts",
             "dctcp": "K = 65 packets, g = 1/16",
             "tcp": build::TCP_BASELINE_ABOUT,
-            "dctcp-ideal": "the same DCTCP, window cap included, with TCP profile ideal (no \
+            "dctcp-simple": "the same DCTCP, window cap included, with TCP profile simple (no \
                 handshake, initial window 10, host back-pressure): an extra series",
         }),
     )

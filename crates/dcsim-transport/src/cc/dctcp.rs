@@ -12,7 +12,7 @@ pub struct DctcpConfig {
     /// EWMA gain g of α (paper: 1/16 at 10 Gb/s; 0.01976 is the published 100 Gb/s setting).
     pub g: f64,
     /// Initial α. The ns-2 DCTCP patch starts at 0 (`dctcp_alpha_ 0.0`), RFC 8257 and Linux
-    /// at 1. Unset: from the TCP profile (`ideal` and `ns2` 0, the code the reference
+    /// at 1. Unset: from the TCP profile (`simple` and `ns2` 0, the code the reference
     /// experiments ran on; `linux` 1).
     pub alpha_init: Option<f64>,
 }

@@ -5,7 +5,7 @@
 //!
 //! The sender ([`TcpSender`]) and the receiver ([`TcpReceiver`]) talk only through
 //! packets. Sequence numbers count payload bytes from 0. Without a handshake (profile
-//! `ideal`) the first window leaves at the flow's start time (like ns-2's one-way TCP
+//! `simple`) the first window leaves at the flow's start time (like ns-2's one-way TCP
 //! agents and htsim); with one (`handshake`, profile `ns2`) a SYN and its SYN-ACK go first,
 //! as with ns-2's FullTcp, which the ExpressPass group's DCTCP scripts use.
 //!
@@ -38,7 +38,7 @@
 //! sends through the [`HostPacer`] the transport keeps per host ([`TcpHost`]).
 //!
 //! # Profiles
-//! `ideal` (default): no handshake, initial window 10, the host waits for room in its NIC
+//! `simple` (default): no handshake, initial window 10, the host waits for room in its NIC
 //! queue (back-pressure, like Linux's TCP small queues), instant window cuts. `ns2`: the
 //! SYN handshake, initial window 2, no back-pressure: every packet goes to the NIC queue,
 //! which drops when full (ns-2 agents hand packets to their link's queue), SACK recovery
@@ -182,8 +182,10 @@ pub(crate) fn rcv_window(rcv_buf: u64) -> (u64, u32) {
 pub enum TcpProfile {
     /// The model of the DCTCP paper's analysis and of most data-centre simulators: no
     /// handshake, initial window 10 (RFC 6928), NIC back-pressure (hosts never drop).
+    /// Called `ideal` up to 0.1.0; that name is still read.
     #[default]
-    Ideal,
+    #[serde(alias = "ideal")]
+    Simple,
     /// ns-2's FullTcp as the ExpressPass group's DCTCP scripts run it: SYN handshake,
     /// initial window 2 (ns-2's `windowInit_` default), no back-pressure (a full host queue
     /// drops).
@@ -199,26 +201,26 @@ pub enum TcpProfile {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
-    /// Parameter profile (default `ideal`); the three fields below come from it unless set.
+    /// Parameter profile (default `simple`); the three fields below come from it unless set.
     pub profile: Option<TcpProfile>,
     /// Congestion controller (`"reno"`, `"dctcp"` or a table with parameters).
     pub cc: CcSpec,
     /// Maximum payload per segment (1460 B for a 1500 B MTU).
     pub mss: ByteSize,
-    /// Initial window in segments (`ideal` 10, RFC 6928; `ns2` 2).
+    /// Initial window in segments (`simple` 10, RFC 6928; `ns2` 2).
     pub init_cwnd_pkts: Option<u32>,
-    /// SYN and SYN-ACK before the first data segment (`ideal` off; `ns2` on).
+    /// SYN and SYN-ACK before the first data segment (`simple` off; `ns2` on).
     pub handshake: Option<bool>,
     /// The sender waits for room in its host's NIC queue instead of handing it packets
-    /// that a full queue drops (`ideal` on; `ns2` off).
+    /// that a full queue drops (`simple` on; `ns2` off).
     pub host_backpressure: Option<bool>,
     /// Window reductions (fast recovery, ECN) by proportional rate reduction, RFC 6937,
-    /// instead of an instant cut with window inflation (`linux` on; `ideal`, `ns2` off).
+    /// instead of an instant cut with window inflation (`linux` on; `simple`, `ns2` off).
     pub prr: Option<bool>,
     /// Selective acknowledgements (RFC 2018): receivers report up to three blocks of data
-    /// held out of order in every ACK (`ideal`, `ns2` and `linux` on). What a sender does
+    /// held out of order in every ACK (`simple`, `ns2` and `linux` on). What a sender does
     /// with them depends on the profile: `linux` and `ns2` recover by a scoreboard (RFC
-    /// 6675), `ideal` keeps NewReno recovery and only skips SACKed data after a timeout.
+    /// 6675), `simple` keeps NewReno recovery and only skips SACKed data after a timeout.
     pub sack: Option<bool>,
     /// RACK-TLP loss detection (RFC 8985), as Linux enables it by default: a segment is lost
     /// once a segment sent after it has been delivered and a round trip has passed, and a
@@ -228,19 +230,19 @@ pub struct TcpConfig {
     /// Floor of the window in segments after any decrease (2, as Linux and RFC 5681's
     /// `2·SMSS` ssthresh floor; ns-2 allows 1).
     pub min_cwnd_pkts: u32,
-    /// Minimum retransmission timeout (`ideal`, `ns2`: 1 ms, a data-centre value; `linux`:
+    /// Minimum retransmission timeout (`simple`, `ns2`: 1 ms, a data-centre value; `linux`:
     /// 200 ms, Linux's `TCP_RTO_MIN`). With `linux` it bounds the variation term, as
     /// Linux does: RTO = SRTT + max(4·mdev, `min_rto`).
     pub min_rto: Option<Dur>,
-    /// Retransmission timeout before the first RTT sample (`ideal`, `ns2`: 1 ms, as
+    /// Retransmission timeout before the first RTT sample (`simple`, `ns2`: 1 ms, as
     /// FlexPass's scripts; `linux`: 1 s, RFC 6298 and Linux's `TCP_TIMEOUT_INIT`).
     pub init_rto: Option<Dur>,
-    /// Largest retransmission timeout after backoff (`ideal`, `ns2`: 1 s; `linux`: 120 s,
+    /// Largest retransmission timeout after backoff (`simple`, `ns2`: 1 s; `linux`: 120 s,
     /// Linux's `TCP_RTO_MAX`).
     pub max_rto: Option<Dur>,
     /// ECN-capable transport. Default: on for controllers that use ECN (DCTCP).
     pub ecn: Option<bool>,
-    /// Delayed ACKs: `false`, one ACK per segment (`ideal`, `ns2`: the reference
+    /// Delayed ACKs: `false`, one ACK per segment (`simple`, `ns2`: the reference
     /// data-centre simulations); `true`, every second segment or after `delack_timeout`;
     /// `"linux"`, Linux's quick ACKs, adaptive delayed-ACK timer and SACK compression
     /// (`linux`).
@@ -390,13 +392,13 @@ impl TcpConfig {
     pub fn resolve(&self) -> Self {
         let profile = self.profile.unwrap_or_default();
         let (iw, handshake, backpressure, prr, alpha) = match profile {
-            TcpProfile::Ideal => (10, false, true, false, 0.0),
+            TcpProfile::Simple => (10, false, true, false, 0.0),
             TcpProfile::Ns2 => (2, true, false, false, 0.0),
             TcpProfile::Linux => (10, true, true, true, 1.0),
         };
         // Timers: a data-centre minimum and ceiling, or Linux's (include/net/tcp.h).
         let (min_rto, init_rto, max_rto) = match profile {
-            TcpProfile::Ideal | TcpProfile::Ns2 => {
+            TcpProfile::Simple | TcpProfile::Ns2 => {
                 (Dur::from_ms(1), Dur::from_ms(1), Dur::from_secs(1))
             }
             TcpProfile::Linux => (Dur::from_ms(200), Dur::from_secs(1), Dur::from_secs(120)),
@@ -499,7 +501,7 @@ pub struct Tcp;
 
 impl Transport for Tcp {
     const NAME: &'static str = "tcp";
-    const ABOUT: &'static str = "reliable transport (SACK, NewReno or scoreboard recovery, RACK-TLP) with a congestion controller `cc`; profile ideal | ns2 | linux";
+    const ABOUT: &'static str = "reliable transport (SACK, NewReno or scoreboard recovery, RACK-TLP) with a congestion controller `cc`; profile simple | ns2 | linux";
     type Config = TcpConfig;
     type Sender = TcpSender;
     type Receiver = TcpReceiver;
@@ -531,7 +533,7 @@ impl Transport for Tcp {
     fn trace_header(cfg: &TcpConfig, p: &Packet) -> TraceHeader {
         let handshake = cfg
             .handshake
-            .unwrap_or(cfg.profile.unwrap_or_default() != TcpProfile::Ideal);
+            .unwrap_or(cfg.profile.unwrap_or_default() != TcpProfile::Simple);
         let isn = u32::from(handshake);
         let f = p.flags;
         let mut view = TcpView {

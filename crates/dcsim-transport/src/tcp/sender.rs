@@ -3,7 +3,7 @@
 //! Two ways to recover from loss:
 //!
 //! - **NewReno** (RFC 6582): three duplicate ACKs, one hole repaired per round trip; with
-//!   SACK on, a timeout resends only what the receiver does not hold (profile `ideal`).
+//!   SACK on, a timeout resends only what the receiver does not hold (profile `simple`).
 //! - **The scoreboard** (RFC 6675, with RACK-TLP of RFC 8985 as Linux runs it): every
 //!   segment in flight is tracked ([`Scoreboard`]); SACK blocks mark what arrived, RACK (or
 //!   RFC 6675's duplicate threshold) what is lost, and the sender sends while the bytes in
@@ -1308,27 +1308,6 @@ fn ack_too_far(head: Time, srtt: Dur, now: Time) -> bool {
 
 #[cfg(test)]
 mod tests {
-    /// Linux 6.18's deferral bound: the sender waits for an ACK expected within min(half
-    /// the smoothed RTT, 1 ms), and no longer. Before the October 2025 fix the rule was
-    /// "the oldest packet left at least half a smoothed RTT ago", which with a 200 ms RTT
-    /// waited for an ACK still 50 ms away.
-    #[test]
-    fn tso_deferral_waits_for_an_ack_at_most_a_millisecond_away() {
-        let at = |us: u64| Time::ZERO + Dur::from_us(us);
-        // A short RTT (100 µs): half of it bounds the wait.
-        let srtt = Dur::from_us(100);
-        assert!(!ack_too_far(at(0), srtt, at(60)), "due in 40 µs: wait");
-        assert!(ack_too_far(at(0), srtt, at(40)), "due in 60 µs: send");
-        // A long RTT (200 ms, a deep queue): 1 ms bounds it.
-        let srtt = Dur::from_ms(200);
-        assert!(ack_too_far(at(0), srtt, at(150_000)), "due in 50 ms: send");
-        assert!(
-            !ack_too_far(at(0), srtt, at(199_500)),
-            "due in 0.5 ms: wait"
-        );
-        assert!(!ack_too_far(at(0), srtt, at(250_000)), "overdue: wait");
-    }
-
     use super::*;
 
     const MSS: u64 = 1000;
@@ -1402,5 +1381,26 @@ mod tests {
         assert_eq!(p.sndcnt, 2 * MSS);
         p.on_ack(5 * MSS, 9 * MSS, MSS);
         assert_eq!(p.sndcnt, MSS, "capped at the target: 10 − 9 segments");
+    }
+
+    /// Linux 6.18's deferral bound: the sender waits for an ACK expected within min(half
+    /// the smoothed RTT, 1 ms), and no longer. Before the October 2025 fix the rule was
+    /// "the oldest packet left at least half a smoothed RTT ago", which with a 200 ms RTT
+    /// waited for an ACK still 50 ms away.
+    #[test]
+    fn tso_deferral_waits_for_an_ack_at_most_a_millisecond_away() {
+        let at = |us: u64| Time::ZERO + Dur::from_us(us);
+        // A short RTT (100 µs): half of it bounds the wait.
+        let srtt = Dur::from_us(100);
+        assert!(!ack_too_far(at(0), srtt, at(60)), "due in 40 µs: wait");
+        assert!(ack_too_far(at(0), srtt, at(40)), "due in 60 µs: send");
+        // A long RTT (200 ms, a deep queue): 1 ms bounds it.
+        let srtt = Dur::from_ms(200);
+        assert!(ack_too_far(at(0), srtt, at(150_000)), "due in 50 ms: send");
+        assert!(
+            !ack_too_far(at(0), srtt, at(199_500)),
+            "due in 0.5 ms: wait"
+        );
+        assert!(!ack_too_far(at(0), srtt, at(250_000)), "overdue: wait");
     }
 }
