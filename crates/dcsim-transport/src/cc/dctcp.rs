@@ -15,6 +15,9 @@ pub struct DctcpConfig {
     /// at 1. Unset: from the TCP profile (`simple` and `ns2` 0, the code the reference
     /// experiments ran on; `linux` 1).
     pub alpha_init: Option<f64>,
+    /// Linux's arithmetic for the cut (`dctcp_ssthresh`): in whole segments, cwnd less
+    /// ⌊cwnd·α/2⌋ with α in 1/1024ths, at least 2. Unset: the TCP profile's (`linux` on).
+    pub linux_rules: Option<bool>,
 }
 
 impl Default for DctcpConfig {
@@ -22,6 +25,7 @@ impl Default for DctcpConfig {
         Self {
             g: 1.0 / 16.0,
             alpha_init: None,
+            linux_rules: None,
         }
     }
 }
@@ -49,6 +53,8 @@ pub struct Dctcp {
     alpha: f64,
     window_acked: u64,
     window_marked: u64,
+    /// Linux's cut in whole segments (`linux_rules`).
+    linux: bool,
 }
 
 impl Dctcp {
@@ -60,6 +66,7 @@ impl Dctcp {
             alpha: cfg.alpha_init.unwrap_or(0.0),
             window_acked: 0,
             window_marked: 0,
+            linux: cfg.linux_rules == Some(true),
         }
     }
     /// The current α.
@@ -101,7 +108,11 @@ impl CongestionControl for Dctcp {
     /// DCTCP §3.1 eq. (2): cwnd ← cwnd·(1 − α/2), ssthresh likewise; once per window (the
     /// transport calls this at most once per window of data).
     fn on_ecn(&mut self, _now: Time, _in_flight: u64) {
-        let w = (self.core.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64;
+        let w = if self.linux {
+            linux_ssthresh(self.core.cwnd, self.alpha, self.core.limits().mss)
+        } else {
+            (self.core.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64
+        };
         self.core.reduce_to(w);
     }
     fn on_loss(&mut self, _now: Time, in_flight: u64) {
@@ -114,6 +125,14 @@ impl CongestionControl for Dctcp {
     fn sample(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("alpha", self.alpha));
     }
+}
+
+/// Linux's `dctcp_ssthresh` (6.x): the window in whole segments less ⌊cwnd·α/2⌋, α kept
+/// in 1/1024ths, at least 2 segments; in bytes.
+fn linux_ssthresh(cwnd: u64, alpha: f64, mss: u64) -> u64 {
+    let segs = cwnd / mss;
+    let alpha = (alpha * 1024.0) as u64;
+    (segs - ((segs * alpha) >> 11)).max(2) * mss
 }
 
 #[cfg(test)]
@@ -160,6 +179,30 @@ mod tests {
             (0.25..=0.34).contains(&lo) && alpha >= lo - 0.01 && alpha <= hi + 0.01,
             "alpha {alpha}, F in [{lo}, {hi}]"
         );
+    }
+
+    /// Linux's cut in whole segments: five segments with α = 1 keep three (5 − ⌊5/2⌋), where
+    /// the exact product keeps two and a half; a window's fraction of a segment is dropped
+    /// first; two segments at least.
+    #[test]
+    fn linux_cut_is_in_whole_segments_rounded_up() {
+        let mss = 1460;
+        assert_eq!(linux_ssthresh(5 * mss, 1.0, mss), 3 * mss);
+        assert_eq!(linux_ssthresh(5 * mss + 900, 1.0, mss), 3 * mss);
+        assert_eq!(linux_ssthresh(10 * mss, 0.5, mss), 8 * mss);
+        assert_eq!(linux_ssthresh(2 * mss, 1.0, mss), 2 * mss);
+        assert_eq!(linux_ssthresh(100 * mss, 0.0, mss), 100 * mss);
+        let mut cc = Dctcp::new(
+            &DctcpConfig {
+                alpha_init: Some(1.0),
+                linux_rules: Some(true),
+                ..DctcpConfig::default()
+            },
+            limits(),
+        );
+        cc.core.cwnd = 5 * 1460;
+        cc.on_ecn(Time::ZERO, 5 * 1460);
+        assert_eq!(cc.cwnd_bytes(), 3 * 1460);
     }
 
     #[test]

@@ -71,6 +71,7 @@ impl Hull {
         let dctcp = DctcpConfig {
             g: cfg.g,
             alpha_init: Some(cfg.alpha_init),
+            linux_rules: None,
         };
         Self {
             dctcp: Dctcp::new(&dctcp, limits),
@@ -99,6 +100,7 @@ impl Controller for Hull {
         let dctcp = DctcpConfig {
             g: cfg.g,
             alpha_init: Some(cfg.alpha_init),
+            linux_rules: None,
         };
         <Dctcp as Controller>::validate(&dctcp)?;
         if !(cfg.eta > 0.0 && cfg.eta <= 1.0) {

@@ -23,6 +23,8 @@ pub struct PulserConfig {
     pub g: f64,
     /// DCTCP's initial α; unset, from the TCP profile (as DCTCP's).
     pub alpha_init: Option<f64>,
+    /// DCTCP's cut by Linux's arithmetic; unset, from the TCP profile (as DCTCP's).
+    pub linux_rules: Option<bool>,
     /// cwnd_safe: the window during an incast, in segments (Pulser: 4).
     pub safe_cwnd_pkts: u32,
 }
@@ -32,6 +34,7 @@ impl Default for PulserConfig {
         Self {
             g: 1.0 / 16.0,
             alpha_init: None,
+            linux_rules: None,
             safe_cwnd_pkts: 4,
         }
     }
@@ -43,6 +46,7 @@ impl PulserConfig {
         DctcpConfig {
             g: self.g,
             alpha_init: self.alpha_init,
+            linux_rules: self.linux_rules,
         }
     }
 }

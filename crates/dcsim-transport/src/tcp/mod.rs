@@ -405,8 +405,14 @@ impl TcpConfig {
         };
         let mut cc = self.cc.clone();
         match &mut cc {
-            CcSpec::Dctcp(d) => _ = d.alpha_init.get_or_insert(alpha),
-            CcSpec::Pulser(p) => _ = p.alpha_init.get_or_insert(alpha),
+            CcSpec::Dctcp(d) => {
+                d.alpha_init.get_or_insert(alpha);
+                d.linux_rules.get_or_insert(profile == TcpProfile::Linux);
+            }
+            CcSpec::Pulser(p) => {
+                p.alpha_init.get_or_insert(alpha);
+                p.linux_rules.get_or_insert(profile == TcpProfile::Linux);
+            }
             CcSpec::Cubic(c) => {
                 c.hystart.get_or_insert(profile == TcpProfile::Linux);
                 c.linux_rules.get_or_insert(profile == TcpProfile::Linux);

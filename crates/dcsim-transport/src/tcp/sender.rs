@@ -197,6 +197,13 @@ pub struct TcpSender {
     prr: Option<Prr>,
     inflation: u64,
     cwr_end: Option<u64>,
+    /// The window before the last reduction began (Linux's `prior_cwnd`).
+    prior_cwnd: u64,
+    /// Linux's reductions (profile `linux`): an ECN reduction (CWR) lasts until data sent
+    /// after it is acknowledged, not only all that was sent before it (`tcp_fastretrans_alert`
+    /// holds CWR until `snd_una` passes `high_seq`), and PRR's RecoverFS is the window
+    /// before the reduction (`prior_cwnd`), not the flight.
+    linux_reduction: bool,
     /// The next new data segment carries CWR (RFC 3168 §6.1.2; Linux's
     /// `TCP_ECN_QUEUE_CWR`): the window was reduced since the last one.
     queue_cwr: bool,
@@ -276,6 +283,8 @@ impl TcpSender {
             prr: None,
             inflation: 0,
             cwr_end: None,
+            prior_cwnd: 0,
+            linux_reduction: cfg.profile == Some(TcpProfile::Linux),
             queue_cwr: false,
             round_end: 0,
             cc,
@@ -777,11 +786,13 @@ impl TcpSender {
                 self.prr = None; // the ECN reduction is over
             }
             if ece && !self.in_recovery && self.cwr_end.is_none_or(|e| self.snd_una >= e) {
+                self.prior_cwnd = self.cc.cwnd_bytes();
                 self.cc.on_ecn(now, self.snd_nxt - self.snd_una);
-                self.cwr_end = Some(self.snd_nxt);
+                let end = self.cwr_end_after(self.snd_nxt);
+                self.cwr_end = Some(end);
                 self.queue_cwr = self.ecn;
                 if self.prr_enabled {
-                    self.start_prr(self.snd_nxt - self.snd_una, self.snd_nxt, 0);
+                    self.start_prr(self.snd_nxt - self.snd_una, end, 0);
                 }
             }
             // Without SACK, after an advance every unacknowledged byte counts as in flight.
@@ -839,6 +850,7 @@ impl TcpSender {
                 self.in_recovery = true;
                 self.partial_acks = 0;
                 self.recover = Some(self.high_tx);
+                self.prior_cwnd = self.cc.cwnd_bytes();
                 self.cc.on_loss(now, self.snd_nxt - self.snd_una);
                 self.cwr_end = Some(self.high_tx);
                 self.queue_cwr = self.ecn;
@@ -905,11 +917,13 @@ impl TcpSender {
             && !self.in_loss
             && self.cwr_end.is_none_or(|e| self.snd_una >= e)
         {
+            self.prior_cwnd = self.cc.cwnd_bytes();
             self.cc.on_ecn(now, self.board.pipe());
-            self.cwr_end = Some(self.snd_nxt);
+            let end = self.cwr_end_after(self.snd_nxt);
+            self.cwr_end = Some(end);
             self.queue_cwr = self.ecn;
             if self.prr_enabled {
-                self.start_prr(self.board.pipe(), self.snd_nxt, 0);
+                self.start_prr(self.board.pipe(), end, 0);
             }
         }
         // Loss detection: RACK (RFC 8985 §6.2) or RFC 6675's duplicate threshold. After a
@@ -982,6 +996,7 @@ impl TcpSender {
     fn enter_recovery(&mut self, now: Time, flight: u64) {
         self.in_recovery = true;
         self.recover = Some(self.high_tx);
+        self.prior_cwnd = self.cc.cwnd_bytes();
         self.cc.on_loss(now, flight);
         self.cwr_end = Some(self.high_tx);
         self.queue_cwr = self.ecn;
@@ -1021,6 +1036,7 @@ impl TcpSender {
         } else if ack > high {
             self.tlp_high = None;
             self.tlp_retrans = false;
+            self.prior_cwnd = self.cc.cwnd_bytes();
             self.cc.on_loss(now, self.board.pipe());
             self.cwr_end = Some(self.snd_nxt);
             self.queue_cwr = self.ecn;
@@ -1073,15 +1089,26 @@ impl TcpSender {
     /// Starts a reduction to the controller's (already reduced) window, from a flight of
     /// `flight` bytes, ending at `end` (RFC 6937: prr_delivered = prr_out = 0).
     fn start_prr(&mut self, flight: u64, end: u64, dup_delivered: u64) {
+        let recover_fs = if self.linux_reduction {
+            self.prior_cwnd
+        } else {
+            flight
+        };
         self.prr = Some(Prr {
             ssthresh: self.cc.cwnd_bytes(),
-            recover_fs: flight.max(1),
+            recover_fs: recover_fs.max(1),
             delivered: 0,
             out: 0,
             sndcnt: 0,
             end,
             dup_delivered,
         });
+    }
+
+    /// Where an ECN reduction begun with `snd_nxt` ends: once `snd_una` reaches it (with
+    /// Linux's rule, once it passes it, so that the CWR flag has reached the receiver).
+    fn cwr_end_after(&self, snd_nxt: u64) -> u64 {
+        snd_nxt + u64::from(self.linux_reduction)
     }
 
     /// The current reduction, if any, on an ACK (see [`Prr::on_ack`]).

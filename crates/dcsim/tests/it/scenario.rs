@@ -1030,9 +1030,9 @@ fn sampling_a_generator_flow_before_it_starts_waits_for_it() {
 /// Three long CUBIC flows with the `linux` profile into one 100 Mb/s drop-tail port of
 /// 1,000 packets: as the Linux kernel does on the same set-up, the flows hold a standing
 /// queue and lose few packets, with no timeout. HyStart ends slow start before the queue
-/// overflows; SACK with RACK repairs each loss in a round trip. Measured: 39 drops in 10 s,
-/// 90 in a minute. (Before both, the first second alone lost 2,071 packets, and a minute
-/// 3,290 with 29 timeouts.)
+/// overflows; SACK with RACK repairs each loss in a round trip. Measured: 59 drops in 10 s,
+/// 108 in a minute (the kernel: 105). (Before both, the first second alone lost 2,071
+/// packets, and a minute 3,290 with 29 timeouts.)
 #[test]
 fn linux_cubic_fills_a_drop_tail_queue_without_timeouts() {
     let r = run_text(
@@ -1068,7 +1068,7 @@ fn linux_cubic_fills_a_drop_tail_queue_without_timeouts() {
         .find(|p| p.node == "sw" && p.peer == "h0")
         .unwrap();
     assert_eq!(r.summary["by_transport"]["tcp"]["timeouts"], 0);
-    assert!(p.drops <= 60, "drops {}", p.drops);
+    assert!(p.drops <= 100, "drops {}", p.drops);
     assert!(p.utilization > 0.99, "{}", p.utilization);
     assert!(p.avg_queue_bytes > 400_000.0, "{}", p.avg_queue_bytes);
 }
