@@ -1089,8 +1089,11 @@ impl TcpSender {
     /// Starts a reduction to the controller's (already reduced) window, from a flight of
     /// `flight` bytes, ending at `end` (RFC 6937: prr_delivered = prr_out = 0).
     fn start_prr(&mut self, flight: u64, end: u64, dup_delivered: u64) {
+        // Linux divides by the window before the cut; a window already below its flight
+        // (Pulser's safe window, set outside any reduction) divides by the flight, so that
+        // the flight still drains in proportion.
         let recover_fs = if self.linux_reduction {
-            self.prior_cwnd
+            self.prior_cwnd.max(flight)
         } else {
             flight
         };
