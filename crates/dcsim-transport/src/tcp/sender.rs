@@ -202,7 +202,7 @@ pub struct TcpSender {
     /// Linux's reductions (profile `linux`): an ECN reduction (CWR) lasts until data sent
     /// after it is acknowledged, not only all that was sent before it (`tcp_fastretrans_alert`
     /// holds CWR until `snd_una` passes `high_seq`), and PRR's RecoverFS is the window
-    /// before the reduction (`prior_cwnd`), not the flight.
+    /// before the reduction (`prior_cwnd`), or the flight where that is larger.
     linux_reduction: bool,
     /// The next new data segment carries CWR (RFC 3168 §6.1.2; Linux's
     /// `TCP_ECN_QUEUE_CWR`): the window was reduced since the last one.
