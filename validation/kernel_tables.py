@@ -16,8 +16,11 @@ Set-ups (a star at 100 Mb/s, its port to host 0 drop-tail of 100, 1,000 or 3,000
 
 dcsim runs each with the kernel's measured path: every link's delay is a quarter of the
 smallest base RTT the twin measured (ICMP, timed by the kernel), the kernel's own
-processing noise, the spread of that RTT (median less minimum), is `stack_jitter`, and
-`snd_buf` holds as many segments as the kernel's 4 MiB send buffer did (TCP_INFO).
+processing noise, the spread of that RTT (median less minimum), is `stack_jitter`, the
+timing noise of the kernel's shapers (htb releases a backlogged packet when a timer fires,
+a little late each time; the twin times the bottleneck's departures, `shaper_noise` in its
+summary) is `ports.jitter`, and `snd_buf` holds as many segments as the kernel's 4 MiB send
+buffer did (TCP_INFO).
 
 With `--offloads` the kernel keeps its segmentation offloads (TSO/GSO super-packets of up
 to 64 KB cross the emulated network whole, and a pfifo limit counts one as one packet),
@@ -122,11 +125,15 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
     extra = ["--set", f"transport.snd_buf={segments * 1460}B"] if segments else []
     if offloads:
         extra += ["--set", 'transport.gso="64KiB"']
+    noise = ksum.get("shaper_noise", {}).get("uniform_equivalent_us")
+    if noise:
+        extra += ["--set", f"ports.jitter={noise:.3f}us"]
     run([dcsim, "run", str(path), "--out", str(sim), "--quiet",
          "--set", f"topology.host_link.delay={lo / 4:.3f}us",
          "--set", f"transport.stack_jitter={max(0.0, mid - lo):.3f}us"] + extra)
     return {"kernel": figures(kernel, seconds), "dcsim": figures(sim, seconds),
             "base_rtt_us": {"min": lo, "median": mid}, "snd_buf_segments": segments,
+            "shaper_noise": ksum.get("shaper_noise"), "port_jitter_us": noise,
             "kernel_sndbuf_held_segments": held}
 
 

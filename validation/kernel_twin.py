@@ -693,6 +693,10 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
     delays = [parse_duration_ns(link["delay"]) for _, _, link in links]
     if scn.get("routing", {}).get("mode", "symmetric-ecmp") != "symmetric-ecmp":
         unemulated.append("routing.mode: a star or dumbbell has one path, so it plays no part")
+    port_jitter = (scn.get("ports") or {}).get("jitter", "0s")
+    if parse_duration_ns(port_jitter) != 0:
+        unemulated.append(f"ports.jitter = {port_jitter}: the kernel's shapers have their own "
+                          "timing noise (summary.json's shaper_noise measures it), not this one")
     return Plan(
         name=scn.get("name", "scenario"), kind=kind, hosts=hosts, switches=switches,
         links=[(a, b) for a, b, _ in links], ports=ports, flows=flows,
@@ -1446,8 +1450,48 @@ def worker_sample(a: dict) -> None:
                              "priority": priority, "window": window, "end": final})
 
 
+def worker_spacing(a: dict) -> None:
+    """Record when full-sized TCP frames reach a host (the kernel's receive timestamp,
+    SO_TIMESTAMPNS, taken as the veth hands the frame over, so the departure time from
+    the port before it) for a while from a given time: the spacing of a backlogged port's
+    departures shows its shaper's timing noise (see `shaper_noise`)."""
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    sock.bind((a["device"], 0))
+    begin, end = a["t0"] + a["from_ns"], a["t0"] + a["from_ns"] + a["for_ns"]
+    time.sleep(max(0.0, (begin - mono_ns()) / 1e9))
+    sock.setblocking(False)
+    while True:  # what arrived before the window
+        try:
+            sock.recv(64)
+        except BlockingIOError:
+            break
+    frames = []
+    while mono_ns() < end:
+        ready, _, _ = select.select([sock], [], [], 0.05)
+        if not ready:
+            continue
+        while True:
+            try:
+                data, ancillary, _, address = sock.recvmsg(64, 64)
+            except BlockingIOError:
+                break
+            # Incoming IPv4 TCP frames of at least 1,000 B (data, not ACKs).
+            if address[2] != 0 or len(data) < 34 or data[23] != 6:
+                continue
+            length = struct.unpack_from("!H", data, 16)[0]
+            if length < 1000:
+                continue
+            for level, kind, value in ancillary:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                    seconds, nanos = struct.unpack("=qq", value[:16])
+                    frames.append((seconds * 1_000_000_000 + nanos, length))
+    write_json(a["result"], {"frames": frames})
+
+
 WORKERS = {"recv": worker_receive, "send": worker_send, "ping": worker_ping,
-           "sample": worker_sample}
+           "sample": worker_sample, "spacing": worker_spacing}
 
 
 # ---------------------------------------------------------------------------------------
@@ -1576,6 +1620,17 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
             samplers.append((out, meta, lab.spawn(node, "sample", dict(
                 entry, t0=t0, every_ns=plan.sample_ns, warmup_ns=plan.warmup_ns,
                 end_ns=end_ns, out=str(out), result=str(meta)))))
+        # The bottleneck's departures, timed at the far end, for a while after the window
+        # opens (the flows have filled its queue by then, as a rule).
+        far = next(p for p in plan.ports if p.node == bottleneck_port(plan).peer
+                   and p.peer == bottleneck_port(plan).node)
+        spacing_path = lab.scratch / "spacing.json"
+        spacing_from = plan.warmup_ns + SPACING_AFTER_NS
+        spacing = None
+        if spacing_from + SPACING_FOR_NS <= (plan.duration_ns or 0):
+            spacing = lab.spawn(far.namespace_node, "spacing", {
+                "device": far.device, "t0": t0, "from_ns": spacing_from,
+                "for_ns": SPACING_FOR_NS, "result": str(spacing_path)})
         late = mono_ns() - t0
         if late > -5_000_000:
             raise RuntimeError(f"starting the workers took until {late / 1e6:.0f} ms before "
@@ -1621,6 +1676,12 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
         files, summary = assemble_outputs(plan, facts, probe, lab.setup, base_rtt, recv, send,
                                          samples, sampler_meta, before, after, run_end_ns,
                                          offloads, wall_start)
+        if spacing is not None:
+            spacing.wait(timeout=10)
+            frames = read_result(spacing_path, "the spacing recorder", lab)["frames"]
+            summary["shaper_noise"] = shaper_noise(frames, bottleneck_port(plan).rate_bps,
+                                                   plan.bottleneck)
+            files["summary.json"] = json.dumps(summary, indent=2) + "\n"
     finally:
         # Further signals would interrupt the cleanup itself, so they are ignored until it
         # is done.
@@ -1632,6 +1693,57 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
         if left:
             raise RuntimeError(f"namespaces left behind after cleanup: {', '.join(left)}")
     return files, summary
+
+
+# When and for how long the bottleneck's departures are timed (see `shaper_noise`).
+SPACING_AFTER_NS = 2_000_000_000
+SPACING_FOR_NS = 2_000_000_000
+
+
+def bottleneck_port(plan: Plan) -> PortPlan:
+    return next(p for p in plan.ports if p.label == plan.bottleneck)
+
+
+def shaper_noise(frames: list, rate_bps: int, label: str) -> dict:
+    """How irregularly a backlogged port's shaper releases its packets, from when they
+    reach the far end (`worker_spacing`).
+
+    An exact link spaces a backlogged queue's departures by their wire times. htb releases
+    each packet when its timer fires, late by a varying time, and catches up with the next
+    from its bucket, so the lateness does not accumulate: the gap between two departures
+    is the wire time plus the difference of two latenesses. The statistics are of those
+    differences (gap less wire time) over the gaps of at most three wire times (the queue
+    did not empty between). If each lateness is independent and uniform in [0, J], the
+    differences have a standard deviation of J / sqrt(6) and consecutive ones a
+    correlation of -0.5; `uniform_equivalent_us` is that J, what dcsim's `ports.jitter`
+    models, and `lag1_correlation` says how well the kernel fits the model (0 would be
+    a lateness that accumulates)."""
+    overhead = 38  # Ethernet header, FCS, preamble and gap: frame bytes from IP bytes
+    diffs = []
+    for (t_prev, _), (t, length) in zip(frames, frames[1:]):
+        wire_ns = (length + overhead) * 8e9 / rate_bps
+        if t - t_prev <= 3 * wire_ns:
+            diffs.append((t - t_prev) - wire_ns)
+    result = {
+        "port": label, "frames": len(frames), "gaps_backlogged": len(diffs),
+        "method": "kernel receive timestamps (SO_TIMESTAMPNS) of full-sized TCP frames at "
+                  f"the far end, {SPACING_FOR_NS / 1e9:g} s from "
+                  f"{SPACING_AFTER_NS / 1e9:g} s into the measurement window",
+    }
+    if len(diffs) >= 100:
+        mean = statistics.fmean(diffs)
+        sigma = statistics.pstdev(diffs)
+        lag1 = sum((a - mean) * (b - mean) for a, b in zip(diffs, diffs[1:])) / \
+            sum((a - mean) ** 2 for a in diffs) if sigma > 0 else None
+        ordered = sorted(diffs)
+        result.update({
+            "gap_less_wire_time_us": {
+                f"p{q}": nearest_rank(ordered, q) / 1e3 for q in (1, 10, 25, 50, 75, 90, 99)
+            } | {"mean": mean / 1e3, "std": sigma / 1e3},
+            "lag1_correlation": lag1,
+            "uniform_equivalent_us": sigma * math.sqrt(6) / 1e3,
+        })
+    return result
 
 
 def assemble_outputs(plan: Plan, facts: dict, probe: dict, setup: dict, base_rtt: dict,

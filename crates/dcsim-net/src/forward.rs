@@ -68,7 +68,7 @@ impl Network {
         } else if let Some((t, head)) = s.arrive_at {
             cx.sched.at(t, NetEvent::LinkArrive(port, head));
         }
-        let h = p.from_host?;
+        let h = p.from_host()?;
         if !self.nic_waiting[h.index()] {
             return None;
         }
@@ -432,6 +432,16 @@ mod tests {
         fifo: bool,
         sends: &[(u64, u32, u32, bool)],
     ) -> (Vec<Delivery>, Vec<PortStats>, dcsim_engine::SchedStats) {
+        run_dumbbell_with(spec, fifo, None, sends)
+    }
+
+    /// [`run_dumbbell`] with every port's timing noise bounded by `jitter`, if any.
+    fn run_dumbbell_with(
+        spec: &QdiscSpec,
+        fifo: bool,
+        jitter: Option<Dur>,
+        sends: &[(u64, u32, u32, bool)],
+    ) -> (Vec<Delivery>, Vec<PortStats>, dcsim_engine::SchedStats) {
         let g = TopologySpec::Dumbbell(DumbbellSpec {
             pairs: Some(3),
             host_link: None,
@@ -443,7 +453,8 @@ mod tests {
         .build()
         .unwrap();
         let rng = RngTree::new(0);
-        let mut n = Network::new(&g, RoutingSpec::default(), |p| {
+        let noise = jitter.map(|j| (j, &rng));
+        let mut n = Network::with_jitter(&g, RoutingSpec::default(), noise, |p| {
             let q = spec.build(&rng, u64::from(p.id.0), p.rate);
             if fifo {
                 q
@@ -453,7 +464,11 @@ mod tests {
         })
         .unwrap();
         n.enable(Telemetry::QUEUE_DELAY);
-        assert!(n.ports().iter().all(|p| p.is_fifo() == fifo));
+        assert!(
+            n.ports()
+                .iter()
+                .all(|p| p.is_fifo() == (fifo && jitter.is_none()))
+        );
         let routes: Vec<RouteId> = (0..3)
             .map(|i| n.flow_routes(u64::from(i), HostId(i), HostId(i + 3)).0)
             .collect();
@@ -593,6 +608,38 @@ mod tests {
             let marks = !matches!(spec, QdiscSpec::DropTail(_));
             assert_eq!(total(|p| p.ecn_marks) > 0, marks, "{spec:?}");
         }
+    }
+
+    /// Timing noise of at most J per port delays each packet by at most J per port it
+    /// crosses (a FIFO queue's departures move by no more than its arrivals do), never
+    /// makes it earlier, keeps every packet and the order, and keeps the links' rates:
+    /// 400 packets sent back to back still leave within 3J of their exact times, where a
+    /// lateness that accumulated would have added hundreds of J.
+    #[test]
+    fn port_jitter_delays_within_its_bound_and_keeps_order_and_rate() {
+        let spec = QdiscSpec::DropTail(qdisc::DropTailConfig {
+            buffer: Amount::Packets(10_000),
+        });
+        let sends: Vec<(u64, u32, u32, bool)> = (0..400u64).map(|_| (0, 0, 1538, false)).collect();
+        let jitter = Dur::from_us(5);
+        let (exact, _, _) = run_dumbbell_with(&spec, true, None, &sends);
+        let (noisy, stats, _) = run_dumbbell_with(&spec, true, Some(jitter), &sends);
+        assert_eq!(exact.len(), 400);
+        assert_eq!(noisy.len(), 400);
+        assert!(stats.iter().all(|p| p.drops_total() == 0));
+        let mut later = 0;
+        for (e, n) in exact.iter().zip(&noisy) {
+            assert_eq!((e.1, e.2), (n.1, n.2), "order kept");
+            assert!(n.0 >= e.0, "{n:?} before {e:?}");
+            assert!(
+                n.0 - e.0 <= jitter * 3 + Dur::from_ps(400),
+                "{n:?} vs {e:?}"
+            );
+            later += u32::from(n.0 > e.0);
+        }
+        assert!(later > 300, "only {later} packets late");
+        let (again, _, _) = run_dumbbell_with(&spec, true, Some(jitter), &sends);
+        assert_eq!(noisy, again, "the same streams, the same run");
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use nic::DEFAULT_TX_BUDGET_BYTES;
 pub use packet::{
     Class, Ecn, FlowId, IpBits, Packet, PacketExt, PacketId, PacketPool, RateStamp, bytes16,
 };
-pub use port::{Port, PortId, PortStats};
+pub use port::{Port, PortId, PortNoise, PortStats};
 pub use route::{FIB_SLOT_BYTES, RouteId, RoutingMode, RoutingSpec};
 pub use topo::{Graph, NodeKind, TopologySpec};
 

@@ -9,7 +9,7 @@ use crate::route::{Fib, RouteTable};
 use crate::rules::MarkRules;
 use crate::{
     DEFAULT_TX_BUDGET_BYTES, FlowId, Graph, HostId, NodeId, NodeKind, Packet, PacketPool, Port,
-    PortId, PortInfo, RoutingMode, RoutingSpec, Telemetry,
+    PortId, PortInfo, PortNoise, RoutingMode, RoutingSpec, Telemetry,
 };
 
 /// A host or switch, as the network keeps it.
@@ -77,6 +77,18 @@ impl Network {
     pub fn new(
         graph: &Graph,
         routing: RoutingSpec,
+        qdisc_for: impl FnMut(&PortInfo<'_>) -> Qdisc,
+    ) -> Result<Self, BuildError> {
+        Self::with_jitter(graph, routing, None, qdisc_for)
+    }
+
+    /// [`Network::new`] with timing noise on every port: with `jitter = Some((max, rng))`,
+    /// each port delays each packet's arrival by up to `max` (see [`crate::PortNoise`]),
+    /// drawing from its own stream of `rng` (`"port-jitter"`, the port's index).
+    pub fn with_jitter(
+        graph: &Graph,
+        routing: RoutingSpec,
+        jitter: Option<(Dur, &RngTree)>,
         mut qdisc_for: impl FnMut(&PortInfo<'_>) -> Qdisc,
     ) -> Result<Self, BuildError> {
         let host_of_node: Vec<Option<HostId>> = {
@@ -116,15 +128,18 @@ impl Network {
                     peer_tier: nodes[to].tier,
                     rate: l.rate,
                 };
-                let mut port = Port::new(
+                let port = Port::new(
                     qdisc_for(&info),
                     l.rate,
                     delay,
                     NodeId::new(from),
                     NodeId::new(to),
                     host_of_node[to],
+                    jitter.map(|(max, rng)| {
+                        PortNoise::new(max, rng.stream("port-jitter", u64::from(id.0)))
+                    }),
                 );
-                port.reverse = if id == pa { pb } else { pa };
+                debug_assert_eq!(id.reverse(), if id == pa { pb } else { pa });
                 ports.push(port);
                 if nodes[to].kind == NodeKind::Switch && nodes[from].kind == NodeKind::Switch {
                     adj[from].push((id, to));
@@ -151,8 +166,8 @@ impl Network {
             }
             nodes[graph.hosts[h]].edge = nodes[sw].edge;
             nic.push(p);
-            ports[p.index()].from_host = Some(HostId::new(h));
-            down.push(ports[p.index()].reverse);
+            ports[p.index()].set_from_host(HostId::new(h));
+            down.push(p.reverse());
         }
         let is_switch: Vec<bool> = nodes.iter().map(|n| n.kind == NodeKind::Switch).collect();
         let fib = Fib::build(&adj, &edge_nodes, &is_switch).map_err(|(a, b)| {
@@ -288,7 +303,7 @@ impl Network {
     pub fn enable(&mut self, t: Telemetry) {
         self.telemetry |= t;
         if t.contains(Telemetry::QUEUE_DELAY) {
-            for p in self.ports.iter_mut().filter(|p| p.from_host.is_none()) {
+            for p in self.ports.iter_mut().filter(|p| p.from_host().is_none()) {
                 p.measure_queue_delay();
             }
         }

@@ -29,10 +29,19 @@
 //! own, so the port applies the thresholds itself and never calls the discipline on the
 //! packet path: two dispatched calls per hop fewer (the dumbbell benchmark 7.5 % fewer
 //! instructions), and the discipline's line is not touched.
+//!
+//! **Timing noise** ([`PortNoise`], scenario key `ports.jitter`). A port may deliver each
+//! packet late by a random time, as an emulator's software shaper does (htb releases a
+//! packet when its timer fires, after the packet's tokens were due, and catches up with
+//! the next one from its bucket): the lateness delays the arrival at the far end and not
+//! the link's schedule, so the rate is kept, and arrivals keep their order. A noisy port
+//! runs its queue event by event (no FIFO fast path: a FIFO port derives each start from
+//! its arrival time).
 
 use std::collections::VecDeque;
 
-use dcsim_engine::{Dur, Rate, Time, define_id};
+use dcsim_engine::{Dur, Rate, Rng, Time, define_id};
+use rand::RngExt;
 
 use crate::qdisc::{self, Amount, DropReason, Qdisc, QdiscCx, QueueDisc, Thresholds, Verdict};
 use crate::{Class, HostId, NodeId, PacketId, PacketPool};
@@ -45,6 +54,13 @@ define_id!(
 impl PortId {
     /// No port (a packet's [`crate::Packet::next`] before the network sets it).
     pub const NONE: Self = Self(u32::MAX);
+
+    /// The port of the opposite direction of the same link: a link's two ports are made
+    /// together, numbers 2i and 2i + 1 ([`crate::Network::new`]).
+    #[inline]
+    pub const fn reverse(self) -> Self {
+        Self(self.0 ^ 1)
+    }
 }
 
 /// Counters of one port. Plain integers updated inline; aggregation happens at the end.
@@ -152,12 +168,56 @@ pub struct Port {
     /// Time of the pending `PortReady` event, or `Time::MAX`.
     pending_at: Time,
     pub(crate) node: NodeId,
-    /// The port of the opposite direction of the same link.
-    pub(crate) reverse: PortId,
-    /// The host this port belongs to, if it is a NIC.
-    pub(crate) from_host: Option<HostId>,
+    /// The host this port belongs to, if it is a NIC (four bytes: with an `Option` the
+    /// noise would not fit in this line).
+    from_host: MaybeHost,
+    /// Timing noise, if the port has any (see the module documentation).
+    noise: Option<Box<PortNoise>>,
     /// Last: a port whose discipline is thresholds only never touches it.
     pub(crate) qdisc: Qdisc,
+}
+
+/// A host or none, in four bytes (an `Option<HostId>` takes eight).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MaybeHost(u32);
+
+impl MaybeHost {
+    const NONE: Self = Self(u32::MAX);
+
+    fn of(h: Option<HostId>) -> Self {
+        h.map_or(Self::NONE, |h| {
+            debug_assert!(h.0 != u32::MAX);
+            Self(h.0)
+        })
+    }
+
+    #[inline(always)]
+    fn get(self) -> Option<HostId> {
+        (self != Self::NONE).then_some(HostId(self.0))
+    }
+}
+
+/// A port's timing noise: each packet reaches the far end late by a time drawn uniformly
+/// from [0, `max`] from the port's own random stream (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct PortNoise {
+    max_ps: u64,
+    rng: Rng,
+}
+
+impl PortNoise {
+    /// Lateness up to `max`, drawn from `rng`.
+    pub fn new(max: Dur, rng: Rng) -> Self {
+        Self {
+            max_ps: max.as_ps(),
+            rng,
+        }
+    }
+
+    #[inline]
+    fn draw(&mut self) -> Dur {
+        Dur::from_ps(self.rng.random_range(0..=self.max_ps))
+    }
 }
 
 /// A discipline's [`Thresholds`] as a FIFO port applies them to its backlog: each amount
@@ -279,8 +339,9 @@ impl Port {
         node: NodeId,
         peer_node: NodeId,
         to_host: Option<HostId>,
+        noise: Option<PortNoise>,
     ) -> Self {
-        let fifo = qdisc.is_fifo();
+        let fifo = qdisc.is_fifo() && noise.is_none();
         let thresholds = qdisc.thresholds().filter(|_| fifo);
         let mut qdisc = qdisc;
         if fifo && thresholds.is_none() {
@@ -309,11 +370,11 @@ impl Port {
             last_change: Time::ZERO,
             node,
             peer_node,
-            reverse: PortId::NONE,
             to_host,
-            from_host: None,
+            from_host: MaybeHost::NONE,
             delay_stamp: DelayStamp::Off,
             stats: PortStats::default(),
+            noise: noise.map(Box::new),
         }
     }
 
@@ -338,8 +399,13 @@ impl Port {
         self.to_host
     }
     /// The host this port belongs to, if it is a host's NIC.
+    #[inline(always)]
     pub fn from_host(&self) -> Option<HostId> {
-        self.from_host
+        self.from_host.get()
+    }
+    /// Makes this port host `h`'s NIC.
+    pub(crate) fn set_from_host(&mut self, h: HostId) {
+        self.from_host = MaybeHost::of(Some(h));
     }
     /// Counters so far.
     pub fn stats(&self) -> &PortStats {
@@ -704,7 +770,7 @@ impl Port {
             let wait = (start.as_ns() - now.as_ns()) as u32;
             p.queue_delay_ns = p.queue_delay_ns.saturating_add(wait);
         }
-        let (_, arrive_at) = self.put_on_link(start, pkt, size, class);
+        let (_, arrive_at) = self.put_on_link(start, pkt, size, class, Dur::ZERO);
         self.queued += 1;
         PortSched {
             ready_at: None,
@@ -712,8 +778,10 @@ impl Port {
         }
     }
 
-    /// `pkt` starts its transmission at `start`: appends it to the link FIFO. Returns when
-    /// it has left the transmitter and, if it is the new head of the link, its arrival.
+    /// `pkt` starts its transmission at `start`: appends it to the link FIFO, to arrive
+    /// `late` after its last bit would have (a noisy port's lateness, never before the
+    /// packet ahead of it). Returns when it has left the transmitter and, if it is the new
+    /// head of the link, its arrival.
     #[inline]
     fn put_on_link(
         &mut self,
@@ -721,13 +789,20 @@ impl Port {
         pkt: PacketId,
         size: u32,
         class: Class,
+        late: Dur,
     ) -> (Time, Option<(Time, PacketId)>) {
         let done = start + self.tx_dur(size);
         self.busy_until = done;
-        let arrive = done + self.delay;
+        let mut arrive = done + self.delay;
+        if late > Dur::ZERO {
+            arrive += late;
+            if let Some(ahead) = self.pipe.back() {
+                arrive = arrive.max(ahead.arrive + Dur::from_ps(1));
+            }
+        }
         let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
         self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
-        debug_assert_eq!(start, arrive - self.delay - self.tx_dur(size));
+        debug_assert!(late > Dur::ZERO || start == arrive - self.delay - self.tx_dur(size));
         (done, arrive_at)
     }
 
@@ -759,7 +834,7 @@ impl Port {
         debug_assert!(self.queued == 0 && self.backlog_pkts == 0 && self.backlog_bytes == 0);
         self.depart(now, size, pool);
         self.count_tx(size, class);
-        let (_, arrive_at) = self.put_on_link(now, pkt, size, class);
+        let (_, arrive_at) = self.put_on_link(now, pkt, size, class, Dur::ZERO);
         PortSched {
             ready_at: None,
             arrive_at,
@@ -796,7 +871,8 @@ impl Port {
             p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);
         }
         self.started(now, size, class);
-        let (done, arrive_at) = self.put_on_link(now, pkt, size, class);
+        let late = self.noise.as_mut().map_or(Dur::ZERO, |n| n.draw());
+        let (done, arrive_at) = self.put_on_link(now, pkt, size, class, late);
         let ready_at = if self.backlog_pkts > 0 {
             self.want_event(done)
         } else {

@@ -77,7 +77,7 @@ impl Network {
                     .path(fwd)
                     .iter()
                     .rev()
-                    .map(|p| self.ports[p.index()].reverse)
+                    .map(|p| p.reverse())
                     .collect();
                 (fwd, self.routes.intern(&rev))
             }
@@ -97,10 +97,7 @@ impl Network {
             return false;
         }
         let (f, r) = (self.routes.path(fwd), self.routes.path(rev));
-        f.len() == r.len()
-            && f.iter()
-                .zip(r.iter().rev())
-                .all(|(a, b)| self.ports[a.index()].reverse == *b)
+        f.len() == r.len() && f.iter().zip(r.iter().rev()).all(|(a, b)| a.reverse() == *b)
     }
 
     /// The per-flow ECMP route from `src` to `dst` for key `flow_key`.
@@ -361,7 +358,7 @@ mod tests {
             let rp = n.path(rev).to_vec();
             assert_eq!(fp.len(), 6, "inter-pod path crosses 6 links");
             for (a, b) in fp.iter().zip(rp.iter().rev()) {
-                assert_eq!(n.port(*a).reverse, *b);
+                assert_eq!(a.reverse(), *b);
             }
             cores_used.insert(n.port(fp[2]).peer_node());
         }

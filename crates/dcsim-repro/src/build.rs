@@ -33,6 +33,7 @@ pub fn scenario(sim: SimSpec, topology: TopologySpec) -> ScenarioSpec {
         sim,
         topology,
         routing: RoutingSpec::default(),
+        ports: None,
         queue: Some(default_queue()),
         nic: Some(default_nic()),
         transport: TransportSpec::default(),

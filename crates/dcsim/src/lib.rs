@@ -57,8 +57,8 @@ mod world;
 pub use results::{Results, label};
 pub use scenario::{
     ConfigError, EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec,
-    SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic,
-    default_queue, port_by_label,
+    PortsSpec, SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec,
+    default_nic, default_queue, port_by_label,
 };
 pub use unloaded::unloaded_fct;
 pub use world::{Event, RunProgress, RunStats, World};

@@ -182,7 +182,12 @@ impl World {
         let spec = &scenario.spec;
         let rng = RngTree::new(spec.sim.seed);
         let (queue, nic) = scenario.ports();
-        let mut net = Network::new(&scenario.graph, spec.routing, |p| {
+        let jitter = spec
+            .ports
+            .map(|p| p.jitter)
+            .filter(|&j| j > Dur::ZERO)
+            .map(|j| (j, &rng));
+        let mut net = Network::with_jitter(&scenario.graph, spec.routing, jitter, |p| {
             if p.on_host {
                 nic.build(&rng, u64::from(p.id.0), p.rate)
             } else {

@@ -36,6 +36,9 @@ pub struct ScenarioSpec {
     /// Equal-cost path selection.
     #[serde(default)]
     pub routing: RoutingSpec,
+    /// What every port does besides its discipline: timing noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<PortsSpec>,
     /// Queue discipline of every switch port. Unnamed, the transports choose: the
     /// [`default_queue`], or the discipline a transport needs (ExpressPass's credit shaper,
     /// HULL's phantom queue, RCP's router, Pulser's EIN) around the same buffer. After
@@ -146,6 +149,18 @@ pub struct SimSpec {
     /// meet a network that is already emptying.
     #[serde(default)]
     pub cooldown: Dur,
+}
+
+/// What every port does besides its queue discipline (`[ports]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PortsSpec {
+    /// Timing noise (default 0): each port delivers each packet late by a time drawn
+    /// uniformly from [0, `jitter`], from its own random stream, without slowing its link,
+    /// as an emulator's software shaper does ([`dcsim_net::PortNoise`]). Ports with noise
+    /// run their queues event by event.
+    #[serde(default)]
+    pub jitter: Dur,
 }
 
 /// One explicit flow.

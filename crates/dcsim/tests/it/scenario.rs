@@ -428,6 +428,53 @@ fn two_reno_flows_share_a_drop_tail_bottleneck() {
     }
 }
 
+/// Two Reno flows from NICs at the bottleneck's rate into a 100-packet drop-tail port: on
+/// exact links one flow's back-to-back packets reach the full queue just after each
+/// departure, take every slot it frees, and lock the other flow out (timeouts, a Jain index
+/// near 0.5), where the Linux kernel's flows share evenly (docs/protocols/tcp.md, "Against
+/// the Linux kernel"). A few microseconds of the emulator's shaper noise (`ports.jitter`)
+/// break the lock, as the kernel's timers do.
+#[test]
+fn port_jitter_breaks_the_phase_lock_of_two_reno_flows() {
+    let text = r#"
+        [sim]
+        duration = "5s"
+        [topology]
+        kind = "star"
+        hosts = 3
+        host_link = { rate = "100Mbps", delay = "12us" }
+        [queue]
+        kind = "droptail"
+        buffer = "100pkts"
+        [transport]
+        kind = "tcp"
+        profile = "linux"
+        cc = "reno"
+        [[flows]]
+        src = 1
+        dst = 0
+        [[flows]]
+        src = 2
+        dst = 0
+        "#;
+    let fairness = |jitter: &str| {
+        let (_, r) = run_text(&format!("{text}\n[ports]\njitter = \"{jitter}\"\n"));
+        let flows = r.flows().unwrap();
+        let timeouts: u64 = flows.iter().map(|f| f.counters["timeouts"]).sum();
+        (r.summary["jain_fairness"].as_f64().unwrap(), timeouts)
+    };
+    let (locked, locked_timeouts) = fairness("0s");
+    assert!(
+        locked < 0.6 && locked_timeouts > 0,
+        "exact: Jain {locked}, {locked_timeouts} timeouts"
+    );
+    let (shared, timeouts) = fairness("5us");
+    assert!(
+        shared > 0.9 && timeouts == 0,
+        "with jitter: Jain {shared}, {timeouts} timeouts"
+    );
+}
+
 /// DCTCP with no ECN-marking switch behaves like NewReno: same window evolution, so the
 /// same output (the transport differs only in the ECN bit, which nobody reads here).
 #[test]
