@@ -106,12 +106,11 @@ impl RoundOut {
 /// ACK), flags the last ACK of a window as `round_start`, and keeps the smallest RTT.
 ///
 /// ```
-/// use dcsim_engine::spec::NoParams;
-/// use dcsim_transport::cc::{CcSpec, CongestionControl, WindowLimits};
+/// use dcsim_transport::cc::{CcSpec, CongestionControl, RenoConfig, WindowLimits};
 /// use dcsim_transport::testkit::{CcDriver, Round};
 ///
 /// let limits = WindowLimits { mss: 1460, init_cwnd: 14600, min_cwnd: 2920 };
-/// let mut d = CcDriver::new(CcSpec::Reno(NoParams {}).build(limits)).with_limits(limits);
+/// let mut d = CcDriver::new(CcSpec::Reno(RenoConfig::default()).build(limits)).with_limits(limits);
 /// let out = d.rounds(3, Round::clean());
 /// assert_eq!(out.last().unwrap().cwnd_bytes, 80 * 1460); // slow start doubles
 /// d.loss();

@@ -16,7 +16,9 @@ pub struct DctcpConfig {
     /// experiments ran on; `linux` 1).
     pub alpha_init: Option<f64>,
     /// Linux's arithmetic for the cut (`dctcp_ssthresh`): in whole segments, cwnd less
-    /// ⌊cwnd·α/2⌋ with α in 1/1024ths, at least 2. Unset: the TCP profile's (`linux` on).
+    /// ⌊cwnd·α/2⌋ with α in 1/1024ths, at least 2; and on a loss or a timeout half the
+    /// window, not of the flight (`dctcp_react_to_loss`). Unset: the TCP profile's
+    /// (`linux` on).
     pub linux_rules: Option<bool>,
 }
 
@@ -53,7 +55,7 @@ pub struct Dctcp {
     alpha: f64,
     window_acked: u64,
     window_marked: u64,
-    /// Linux's cut in whole segments (`linux_rules`).
+    /// Linux's cuts in whole segments, from the window (`linux_rules`).
     linux: bool,
 }
 
@@ -115,11 +117,21 @@ impl CongestionControl for Dctcp {
         };
         self.core.reduce_to(w);
     }
+    /// A loss halves the window: Linux's `dctcp_react_to_loss` halves the window itself (in
+    /// whole segments), RFC 5681 the flight.
     fn on_loss(&mut self, _now: Time, in_flight: u64) {
-        self.core.halve(in_flight);
+        if self.linux {
+            self.core.reduce_to(self.core.linux_half());
+        } else {
+            self.core.halve(in_flight);
+        }
     }
     fn on_rto(&mut self, _now: Time, in_flight: u64) {
-        self.core.timeout(in_flight);
+        if self.linux {
+            self.core.timeout_to(self.core.linux_half());
+        } else {
+            self.core.timeout(in_flight);
+        }
     }
     /// `alpha`: the EWMA of the marked fraction.
     fn sample(&self, out: &mut Vec<(&'static str, f64)>) {
@@ -137,7 +149,6 @@ fn linux_ssthresh(cwnd: u64, alpha: f64, mss: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use dcsim_engine::spec::NoParams;
     use proptest::prelude::*;
 
     use super::super::{Cc, CcSpec};
@@ -203,6 +214,12 @@ mod tests {
         cc.core.cwnd = 5 * 1460;
         cc.on_ecn(Time::ZERO, 5 * 1460);
         assert_eq!(cc.cwnd_bytes(), 3 * 1460);
+        // A loss halves the window (`dctcp_react_to_loss`), whatever the flight.
+        cc.core.cwnd = 41 * 1460;
+        cc.on_loss(Time::ZERO, 2 * 1460);
+        assert_eq!(cc.cwnd_bytes(), 20 * 1460);
+        cc.on_rto(Time::ZERO, 2 * 1460);
+        assert_eq!(cc.core.ssthresh_bytes(), 10 * 1460);
     }
 
     #[test]
@@ -224,7 +241,7 @@ mod tests {
     #[test]
     fn dctcp_without_marks_behaves_like_reno() {
         let mut d = driver(CcSpec::Dctcp(DctcpConfig::default()));
-        let mut r = driver(CcSpec::Reno(NoParams {}));
+        let mut r = driver(CcSpec::Reno(super::super::RenoConfig::default()));
         let windows = |x: &mut CcDriver<Cc>| {
             let mut w: Vec<u64> = x
                 .rounds(3, Round::clean())

@@ -17,7 +17,7 @@ mod reno;
 
 use core::fmt;
 
-use dcsim_engine::spec::{self, Kind, NoParams};
+use dcsim_engine::spec::{self, Kind};
 use dcsim_engine::{Dur, Rate, Rng, RngTree, Time};
 #[cfg(doc)]
 use dcsim_net::Telemetry;
@@ -32,7 +32,7 @@ pub use dx::{Dx, DxConfig, Estimator, Measurement, Normalizer, Timestamps};
 pub use hull::{Hull, HullConfig};
 pub use pulser::{Pulser, PulserConfig};
 pub use rcp::{Rcp, RcpConfig};
-pub use reno::{Reno, RenoCore};
+pub use reno::{Reno, RenoConfig, RenoCore};
 
 /// Everything a controller may learn from one ACK that acknowledged new data. New fields
 /// are added here, never as new method arguments.
@@ -298,7 +298,7 @@ controllers! {
 
 impl Default for CcSpec {
     fn default() -> Self {
-        Self::Reno(NoParams {})
+        Self::Reno(RenoConfig::default())
     }
 }
 

@@ -2,10 +2,19 @@
 //! classic ECN reaction of RFC 3168.
 
 use dcsim_engine::Time;
-
-use dcsim_engine::spec::NoParams;
+use serde::{Deserialize, Serialize};
 
 use super::{AckSample, CcSetup, CongestionControl, Controller, WindowLimits};
+
+/// NewReno parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RenoConfig {
+    /// Linux's threshold (`tcp_reno_ssthresh`): half the congestion window in whole
+    /// segments, at least 2, on a loss, an ECN echo or a timeout, where RFC 5681 halves
+    /// the flight. Unset: the TCP profile's (`linux` on).
+    pub linux_rules: Option<bool>,
+}
 
 /// Slow start and congestion avoidance in bytes; shared by Reno and DCTCP.
 #[derive(Clone, Debug)]
@@ -68,12 +77,22 @@ impl RenoCore {
         self.reduce_to((in_flight / 2).max(2 * self.limits.mss));
     }
 
+    /// Linux's `tcp_reno_ssthresh`: half the window in whole segments, at least 2.
+    pub fn linux_half(&self) -> u64 {
+        let mss = self.limits.mss;
+        (self.cwnd / mss / 2).max(2) * mss
+    }
+
     /// RFC 5681 §3.1 on timeout: `ssthresh = max(FlightSize / 2, 2·SMSS)`,
     /// `cwnd = 1 MSS` (the loss window), or the minimum window if that is larger.
     pub fn timeout(&mut self, in_flight: u64) {
-        self.ssthresh = (in_flight / 2)
-            .max(2 * self.limits.mss)
-            .max(self.limits.min_cwnd);
+        self.timeout_to((in_flight / 2).max(2 * self.limits.mss));
+    }
+
+    /// A timeout with threshold `ssthresh` (floored at the minimum window); the window
+    /// falls to the loss window as in [`RenoCore::timeout`].
+    pub fn timeout_to(&mut self, ssthresh: u64) {
+        self.ssthresh = ssthresh.max(self.limits.min_cwnd);
         self.cwnd = self.limits.mss.max(self.limits.min_cwnd);
         self.ca_acked = 0;
     }
@@ -93,13 +112,25 @@ impl RenoCore {
 #[derive(Clone, Debug)]
 pub struct Reno {
     core: RenoCore,
+    /// Linux's threshold from the window (`linux_rules`), not from the flight.
+    linux: bool,
 }
 
 impl Reno {
-    /// A NewReno controller.
+    /// A NewReno controller (RFC 5681's threshold).
     pub fn new(limits: WindowLimits) -> Self {
         Self {
             core: RenoCore::new(limits),
+            linux: false,
+        }
+    }
+
+    /// Halves the window: Linux's half of it, or RFC 5681's half of the flight.
+    fn halve(&mut self, in_flight: u64) {
+        if self.linux {
+            self.core.reduce_to(self.core.linux_half());
+        } else {
+            self.core.halve(in_flight);
         }
     }
 }
@@ -108,9 +139,12 @@ impl Controller for Reno {
     const NAME: &'static str = "reno";
     const ABOUT: &'static str =
         "TCP NewReno: slow start, AIMD, fast retransmit/recovery; classic ECN halving";
-    type Config = NoParams;
-    fn build(_cfg: &NoParams, setup: CcSetup) -> Self {
-        Self::new(setup.limits)
+    type Config = RenoConfig;
+    fn build(cfg: &RenoConfig, setup: CcSetup) -> Self {
+        Self {
+            linux: cfg.linux_rules == Some(true),
+            ..Self::new(setup.limits)
+        }
     }
 }
 
@@ -123,13 +157,17 @@ impl CongestionControl for Reno {
     }
     /// RFC 3168 §6.1.2: react to ECE as to a loss, without retransmitting.
     fn on_ecn(&mut self, _now: Time, in_flight: u64) {
-        self.core.halve(in_flight);
+        self.halve(in_flight);
     }
     fn on_loss(&mut self, _now: Time, in_flight: u64) {
-        self.core.halve(in_flight);
+        self.halve(in_flight);
     }
     fn on_rto(&mut self, _now: Time, in_flight: u64) {
-        self.core.timeout(in_flight);
+        if self.linux {
+            self.core.timeout_to(self.core.linux_half());
+        } else {
+            self.core.timeout(in_flight);
+        }
     }
 }
 
@@ -149,7 +187,8 @@ mod tests {
 
     #[test]
     fn reno_slow_start_doubles_per_round_then_grows_one_mss() {
-        let mut d = CcDriver::new(CcSpec::Reno(NoParams {}).build(limits())).with_limits(limits());
+        let mut d = CcDriver::new(CcSpec::Reno(RenoConfig::default()).build(limits()))
+            .with_limits(limits());
         let segments = |w: Vec<crate::testkit::RoundOut>| -> Vec<u64> {
             w.iter().map(|x| x.cwnd_bytes / 1460).collect()
         };
@@ -172,5 +211,38 @@ mod tests {
             "min_cwnd = 2 MSS floors the loss window"
         );
         assert_eq!(cc.core.ssthresh_bytes(), 10 * 1460);
+    }
+
+    /// A loss found right after a recovery, most of the window SACKed or marked lost: RFC
+    /// 5681 halves the flight (here 3 segments, so the floor of 2), Linux the window
+    /// (`tcp_reno_ssthresh`: 101 segments give 50), and likewise on a timeout.
+    #[test]
+    fn linux_rules_halve_the_window_not_the_flight() {
+        let setup = || CcSetup {
+            limits: limits(),
+            line_rate: dcsim_engine::Rate::from_gbps(10),
+            rng: dcsim_engine::RngTree::new(0).stream("cc", 0),
+        };
+        let build = |linux: bool| {
+            let mut cc = Reno::build(
+                &RenoConfig {
+                    linux_rules: Some(linux),
+                },
+                setup(),
+            );
+            cc.core.cwnd = 101 * 1460;
+            cc
+        };
+        let (mut rfc, mut linux) = (build(false), build(true));
+        rfc.on_loss(Time::ZERO, 3 * 1460);
+        linux.on_loss(Time::ZERO, 3 * 1460);
+        assert_eq!(rfc.cwnd_bytes(), 2 * 1460);
+        assert_eq!(linux.cwnd_bytes(), 50 * 1460);
+        let (mut rfc, mut linux) = (build(false), build(true));
+        rfc.on_rto(Time::ZERO, 3 * 1460);
+        linux.on_rto(Time::ZERO, 3 * 1460);
+        assert_eq!(rfc.core.ssthresh_bytes(), 2 * 1460);
+        assert_eq!(linux.core.ssthresh_bytes(), 50 * 1460);
+        assert_eq!(linux.cwnd_bytes(), 2 * 1460, "the loss window, floored");
     }
 }

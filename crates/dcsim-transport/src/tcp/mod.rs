@@ -413,6 +413,9 @@ impl TcpConfig {
                 p.alpha_init.get_or_insert(alpha);
                 p.linux_rules.get_or_insert(profile == TcpProfile::Linux);
             }
+            CcSpec::Reno(r) => {
+                r.linux_rules.get_or_insert(profile == TcpProfile::Linux);
+            }
             CcSpec::Cubic(c) => {
                 c.hystart.get_or_insert(profile == TcpProfile::Linux);
                 c.linux_rules.get_or_insert(profile == TcpProfile::Linux);
