@@ -1680,7 +1680,7 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
             spacing.wait(timeout=10)
             frames = read_result(spacing_path, "the spacing recorder", lab)["frames"]
             summary["shaper_noise"] = shaper_noise(frames, bottleneck_port(plan).rate_bps,
-                                                   plan.bottleneck)
+                                                   plan.bottleneck, plan.mtu)
             files["summary.json"] = json.dumps(summary, indent=2) + "\n"
     finally:
         # Further signals would interrupt the cleanup itself, so they are ignored until it
@@ -1704,7 +1704,7 @@ def bottleneck_port(plan: Plan) -> PortPlan:
     return next(p for p in plan.ports if p.label == plan.bottleneck)
 
 
-def shaper_noise(frames: list, rate_bps: int, label: str) -> dict:
+def shaper_noise(frames: list, rate_bps: int, label: str, mtu: int) -> dict:
     """How irregularly a backlogged port's shaper releases its packets, from when they
     reach the far end (`worker_spacing`).
 
@@ -1717,10 +1717,15 @@ def shaper_noise(frames: list, rate_bps: int, label: str) -> dict:
     differences have a standard deviation of J / sqrt(6) and consecutive ones a
     correlation of -0.5; `uniform_equivalent_us` is that J, what dcsim's `ports.jitter`
     models, and `lag1_correlation` says how well the kernel fits the model (0 would be
-    a lateness that accumulates)."""
+    a lateness that accumulates).
+
+    Only gaps between frames of one segment count: with offloads on, the frames are
+    super-packets, whose spacing is the senders' batching, not the shaper's timers."""
     overhead = 38  # Ethernet header, FCS, preamble and gap: frame bytes from IP bytes
     diffs = []
-    for (t_prev, _), (t, length) in zip(frames, frames[1:]):
+    for (t_prev, l_prev), (t, length) in zip(frames, frames[1:]):
+        if max(l_prev, length) > mtu:
+            continue
         wire_ns = (length + overhead) * 8e9 / rate_bps
         if t - t_prev <= 3 * wire_ns:
             diffs.append((t - t_prev) - wire_ns)
@@ -1730,7 +1735,11 @@ def shaper_noise(frames: list, rate_bps: int, label: str) -> dict:
                   f"the far end, {SPACING_FOR_NS / 1e9:g} s from "
                   f"{SPACING_AFTER_NS / 1e9:g} s into the measurement window",
     }
-    if len(diffs) >= 100:
+    if len(diffs) < 100:
+        result["not_measured"] = (f"{len(diffs)} gaps between single-segment frames in a "
+                                  "backlogged queue (100 needed; with offloads on the frames "
+                                  "are super-packets)")
+    else:
         mean = statistics.fmean(diffs)
         sigma = statistics.pstdev(diffs)
         lag1 = sum((a - mean) * (b - mean) for a, b in zip(diffs, diffs[1:])) / \
