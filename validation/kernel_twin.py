@@ -2079,9 +2079,30 @@ dst = 0
 """
 
 
+def check_shaper_noise() -> str | None:
+    """`shaper_noise` on a synthetic queue: 20,000 full frames at 100 Mb/s, each late by
+    U[0, 20 µs] (seeded) without slowing the link, one stretch broken by an idle gap, and a
+    run of super-packets, which must not count. Returns what is wrong, if anything."""
+    import random
+    rng = random.Random(1)
+    wire_ns = (1500 + 38) * 8e9 / 100e6
+    frames = [(round(k * wire_ns + rng.uniform(0, 20_000)) + (10**9 if k >= 10_000 else 0),
+               1500) for k in range(20_000)]
+    frames += [(frames[-1][0] + 10**9 + k * 5_000_000, 60_000) for k in range(1, 200)]
+    r = shaper_noise(frames, 100_000_000, "test", 1500)
+    j, lag1 = r.get("uniform_equivalent_us"), r.get("lag1_correlation")
+    if r["gaps_backlogged"] != 19_998 or j is None or abs(j - 20) > 1 or abs(lag1 + 0.5) > 0.03:
+        return f"shaper_noise read U[0, 20 us] as J = {j}, lag-1 {lag1}, {r['gaps_backlogged']} gaps"
+    return None
+
+
 def selftest(dcsim: Path) -> int:
     """Run the 2-second self-test and print one line: ok, skipped or FAILED."""
     started = time.time()
+    wrong = check_shaper_noise()
+    if wrong:
+        print(f"kernel twin: FAILED ({wrong})")
+        return EXIT_ERROR
     facts = kernel_facts()
     work = Path(tempfile.mkdtemp(prefix="kernel_twin-selftest-"))
     try:
