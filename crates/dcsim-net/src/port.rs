@@ -770,7 +770,7 @@ impl Port {
             let wait = (start.as_ns() - now.as_ns()) as u32;
             p.queue_delay_ns = p.queue_delay_ns.saturating_add(wait);
         }
-        let (_, arrive_at) = self.put_on_link(start, pkt, size, class, Dur::ZERO);
+        let (_, arrive_at) = self.put_on_link(start, pkt, size, class, None);
         self.queued += 1;
         PortSched {
             ready_at: None,
@@ -778,10 +778,10 @@ impl Port {
         }
     }
 
-    /// `pkt` starts its transmission at `start`: appends it to the link FIFO, to arrive
-    /// `late` after its last bit would have (a noisy port's lateness, never before the
-    /// packet ahead of it). Returns when it has left the transmitter and, if it is the new
-    /// head of the link, its arrival.
+    /// `pkt` starts its transmission at `start`: appends it to the link FIFO, on a noisy
+    /// port to arrive `late` after its last bit would have and after the packet ahead of
+    /// it, however late that one was. Returns when it has left the transmitter and, if it
+    /// is the new head of the link, its arrival.
     #[inline]
     fn put_on_link(
         &mut self,
@@ -789,12 +789,12 @@ impl Port {
         pkt: PacketId,
         size: u32,
         class: Class,
-        late: Dur,
+        late: Option<Dur>,
     ) -> (Time, Option<(Time, PacketId)>) {
         let done = start + self.tx_dur(size);
         self.busy_until = done;
         let mut arrive = done + self.delay;
-        if late > Dur::ZERO {
+        if let Some(late) = late {
             arrive += late;
             if let Some(ahead) = self.pipe.back() {
                 arrive = arrive.max(ahead.arrive + Dur::from_ps(1));
@@ -802,7 +802,7 @@ impl Port {
         }
         let arrive_at = self.pipe.is_empty().then_some((arrive, pkt));
         self.pipe.push_back(OnLink::new(arrive, pkt, size, class));
-        debug_assert!(late > Dur::ZERO || start == arrive - self.delay - self.tx_dur(size));
+        debug_assert!(late.is_some() || start == arrive - self.delay - self.tx_dur(size));
         (done, arrive_at)
     }
 
@@ -834,7 +834,7 @@ impl Port {
         debug_assert!(self.queued == 0 && self.backlog_pkts == 0 && self.backlog_bytes == 0);
         self.depart(now, size, pool);
         self.count_tx(size, class);
-        let (_, arrive_at) = self.put_on_link(now, pkt, size, class, Dur::ZERO);
+        let (_, arrive_at) = self.put_on_link(now, pkt, size, class, None);
         PortSched {
             ready_at: None,
             arrive_at,
@@ -871,7 +871,7 @@ impl Port {
             p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);
         }
         self.started(now, size, class);
-        let late = self.noise.as_mut().map_or(Dur::ZERO, |n| n.draw());
+        let late = self.noise.as_mut().map(|n| n.draw());
         let (done, arrive_at) = self.put_on_link(now, pkt, size, class, late);
         let ready_at = if self.backlog_pkts > 0 {
             self.want_event(done)
