@@ -247,6 +247,28 @@ fn flows_with_ends_in_different_parts_give_the_one_thread_outputs() {
     }
 }
 
+/// Ports with timing noise: each draws from its own stream where its part runs it, and the
+/// late arrivals cross between parts as they are (the look-ahead, the shortest link delay,
+/// only grows with lateness).
+#[test]
+fn ports_with_jitter_split_give_the_one_thread_outputs() {
+    let extra = flows_two_pods_on();
+    let make = || pods_scenario_with(&extra, "[ports]\njitter = \"2us\"\n", &[]);
+    let mut one = make();
+    one.run(&mut |_| {});
+    let want = Results::collect(&mut one);
+    let mut exact = pods_scenario(&extra);
+    exact.run(&mut |_| {});
+    assert_ne!(
+        Results::collect(&mut exact).digest(),
+        want.digest(),
+        "the noise changed nothing"
+    );
+    for (parts, engine) in [(2, Engine::Reference), (2, Engine::Threads)] {
+        same_split_outputs(&make, &want, parts, engine);
+    }
+}
+
 #[test]
 fn a_fat_tree_split_by_pods_gives_the_one_thread_outputs() {
     let mut one = pods_scenario(&[]);
