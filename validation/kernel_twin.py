@@ -1677,10 +1677,14 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
                                          samples, sampler_meta, before, after, run_end_ns,
                                          offloads, wall_start)
         if spacing is not None:
-            spacing.wait(timeout=10)
-            frames = read_result(spacing_path, "the spacing recorder", lab)["frames"]
-            summary["shaper_noise"] = shaper_noise(frames, bottleneck_port(plan).rate_bps,
-                                                   plan.bottleneck, plan.mtu)
+            # A recorder that failed costs the estimate, not the run.
+            try:
+                spacing.wait(timeout=10)
+                frames = read_result(spacing_path, "the spacing recorder", lab)["frames"]
+                summary["shaper_noise"] = shaper_noise(frames, bottleneck_port(plan).rate_bps,
+                                                       plan.bottleneck, plan.mtu)
+            except (RuntimeError, subprocess.TimeoutExpired) as error:
+                summary["shaper_noise"] = {"port": plan.bottleneck, "not_measured": str(error)}
             files["summary.json"] = json.dumps(summary, indent=2) + "\n"
     finally:
         # Further signals would interrupt the cleanup itself, so they are ignored until it
