@@ -175,6 +175,7 @@ impl<C: CongestionControl> CcDriver<C> {
                 round_start: i == segs - 1,
                 in_recovery: false,
                 cwnd_limited: r.cwnd_limited,
+                max_out_bytes: 0,
                 mss,
                 queue_delay: r.queue_delay,
                 rate_echo: r.rate_echo,

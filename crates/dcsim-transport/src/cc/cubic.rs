@@ -292,7 +292,8 @@ impl CongestionControl for Cubic {
                 }
             }
         }
-        if a.in_recovery || !a.cwnd_limited {
+        let cwnd_bytes = (self.cwnd * self.limits.mss as f64) as u64;
+        if a.in_recovery || !a.may_grow(cwnd_bytes, self.cwnd < self.ssthresh) {
             return;
         }
         let acked = a.acked_bytes as f64 / self.limits.mss as f64;

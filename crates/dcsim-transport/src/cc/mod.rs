@@ -56,8 +56,14 @@ pub struct AckSample {
     /// The sender is in fast recovery (window growth is suspended).
     pub in_recovery: bool,
     /// The sender used its whole window when it last sent (RFC 7661): a window that was
-    /// not the limit (the application or the NIC was) must not grow.
+    /// not the limit (the application or the NIC was) must not grow. With the `linux`
+    /// profile, whether it did at any send over the last window of data, as Linux's
+    /// `tcp_cwnd_validate` keeps it.
     pub cwnd_limited: bool,
+    /// With the `linux` profile, the most bytes out at once over the last window of data
+    /// (Linux's `max_packets_out`): slow start may grow the window to twice that even when
+    /// something else held the sender (`tcp_is_cwnd_limited`); 0 otherwise.
+    pub max_out_bytes: u64,
     /// Time the data packet that triggered this ACK waited in switch queues, echoed by the
     /// receiver; `Some` only for controllers that need [`Telemetry::QUEUE_DELAY`].
     pub queue_delay: Option<Dur>,
@@ -72,6 +78,15 @@ pub struct AckSample {
     /// The ACK echoes an explicit incast notification (Pulser): a port on the data's path
     /// saw its queue grow steeply.
     pub ein: bool,
+}
+
+impl AckSample {
+    /// Whether a window of `cwnd` bytes may grow: the window was the limit, or (slow start)
+    /// it is below twice the most that was out (Linux's `tcp_is_cwnd_limited`).
+    #[inline]
+    pub fn may_grow(&self, cwnd: u64, slow_start: bool) -> bool {
+        self.cwnd_limited || (slow_start && cwnd < 2 * self.max_out_bytes)
+    }
 }
 
 /// Window and rate policy of one sender.

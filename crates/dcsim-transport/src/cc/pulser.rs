@@ -131,6 +131,7 @@ impl CongestionControl for Pulser {
             // α follows the marks; the kept window neither grows nor shrinks.
             self.dctcp.on_ack(&AckSample {
                 cwnd_limited: false,
+                max_out_bytes: 0,
                 ..*a
             });
         } else {

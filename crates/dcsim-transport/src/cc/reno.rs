@@ -47,7 +47,7 @@ impl RenoCore {
     /// §3.1's byte-counting form of "one segment per RTT").
     #[inline]
     pub fn grow(&mut self, a: &AckSample) {
-        if a.in_recovery || !a.cwnd_limited {
+        if a.in_recovery || !a.may_grow(self.cwnd, self.cwnd < self.ssthresh) {
             return;
         }
         let mss = self.limits.mss;
@@ -197,6 +197,49 @@ mod tests {
             r.core.ssthresh = 80 * 1460;
         }
         assert_eq!(segments(d.rounds(3, Round::clean())), [81, 82, 83]);
+    }
+
+    /// Not held by its window: slow start still grows it to twice the most that was out
+    /// (Linux's `tcp_is_cwnd_limited`), congestion avoidance not at all.
+    #[test]
+    fn a_window_that_was_not_the_limit_grows_only_in_slow_start_to_twice_the_flight() {
+        let mut r = Reno::new(limits());
+        let ack = |max_out_segments: u64| AckSample {
+            now: Time::ZERO,
+            acked_bytes: 1460,
+            ce_bytes: 0,
+            in_flight_bytes: 0,
+            rtt: None,
+            min_rtt: dcsim_engine::Dur::ZERO,
+            round_start: false,
+            in_recovery: false,
+            cwnd_limited: false,
+            max_out_bytes: max_out_segments * 1460,
+            queue_delay: None,
+            rate_echo: None,
+            data_arrival: None,
+            mss: 1460,
+            ein: false,
+        };
+        // Acknowledges `n` segments with `max_out` segments recorded; the window after.
+        let feed = |r: &mut Reno, n: usize, max_out: u64| {
+            for _ in 0..n {
+                r.on_ack(&ack(max_out));
+            }
+            r.cwnd_bytes() / 1460
+        };
+        assert_eq!(
+            feed(&mut r, 100, 0),
+            10,
+            "no record of the flight: no growth"
+        );
+        assert_eq!(feed(&mut r, 100, 30), 60, "slow start stops at twice 30");
+        r.core.ssthresh = 60 * 1460;
+        assert_eq!(
+            feed(&mut r, 1000, 60),
+            60,
+            "congestion avoidance does not grow"
+        );
     }
 
     #[test]

@@ -186,6 +186,8 @@ pub struct TcpSender {
     partial_acks: u32,
     dupacks: u32,
     cwnd_limited: bool,
+    /// Linux's record of the window's use (profile `linux`).
+    usage: Option<CwndUsage>,
     nic_blocked: bool,
     /// Waiting for the SYN-ACK (with the handshake): no data yet.
     syn_pending: bool,
@@ -276,6 +278,7 @@ impl TcpSender {
             partial_acks: 0,
             dupacks: 0,
             cwnd_limited: false,
+            usage: (cfg.profile == Some(TcpProfile::Linux)).then(CwndUsage::default),
             nic_blocked: false,
             syn_pending: cfg.handshake_enabled(),
             backpressure: cfg.backpressure_enabled(),
@@ -378,6 +381,7 @@ impl TcpSender {
         // was registered before stays in the pacer's backlog until then, so that its rate
         // update sees it.
         let mut held_back = 0;
+        let mut sent = false;
         loop {
             // What goes next: with the scoreboard, a segment marked lost before new data
             // (RFC 6675's NextSeg); otherwise the next new byte, skipping what the receiver
@@ -466,6 +470,7 @@ impl TcpSender {
                 }
             }
             self.send_segment(seq, len, cx);
+            sent = true;
             if lost.is_some() {
                 self.board.retransmitted(seq, cx.now());
             } else {
@@ -481,6 +486,17 @@ impl TcpSender {
         }
         if held_back != self.pacer_waiting {
             self.hold_back(held_back, cx.host_state);
+        }
+        if let Some(u) = &mut self.usage {
+            let in_flight = if board {
+                self.board.pipe()
+            } else {
+                self.snd_nxt - self.snd_una
+            };
+            let limited = self.cwnd_limited || in_flight >= wnd;
+            if sent || limited {
+                u.validate(limited, self.snd_una, self.snd_nxt);
+            }
         }
         if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
             cx.arm_in(&mut self.timers, T_RTO, self.rto);
@@ -807,7 +823,8 @@ impl TcpSender {
                 round_start,
                 // No growth during a reduction, as Linux in its CWR and Recovery states.
                 in_recovery: self.in_recovery || self.prr.is_some(),
-                cwnd_limited: self.cwnd_limited,
+                cwnd_limited: self.usage.as_ref().map_or(self.cwnd_limited, |u| u.limited),
+                max_out_bytes: self.usage.as_ref().map_or(0, |u| u.max_out),
                 mss: self.mss,
                 queue_delay: self
                     .queue_delay
@@ -980,7 +997,8 @@ impl TcpSender {
             round_start,
             // No growth during a reduction, as Linux in its CWR and Recovery states.
             in_recovery: self.in_recovery || self.prr.is_some(),
-            cwnd_limited: self.cwnd_limited,
+            cwnd_limited: self.usage.as_ref().map_or(self.cwnd_limited, |u| u.limited),
+            max_out_bytes: self.usage.as_ref().map_or(0, |u| u.max_out),
             mss: self.mss,
             queue_delay: self
                 .queue_delay
@@ -1336,6 +1354,29 @@ fn ack_too_far(head: Time, srtt: Dur, now: Time) -> bool {
     (head + srtt).saturating_since(now) > (srtt / 2).min(Dur::from_ms(1))
 }
 
+/// How the window was used over the last window of data, kept as Linux's
+/// `tcp_cwnd_validate` keeps it: whether the window was the limit at some send, and the
+/// most bytes out at once. A window of data ends when `snd_una` passes the `snd_nxt` at
+/// which the record began; a send held by the window, or more out than recorded while the
+/// window was not the limit, begins a new record at once.
+#[derive(Clone, Copy, Debug, Default)]
+struct CwndUsage {
+    limited: bool,
+    max_out: u64,
+    until: u64,
+}
+
+impl CwndUsage {
+    fn validate(&mut self, limited: bool, snd_una: u64, snd_nxt: u64) {
+        let out = snd_nxt - snd_una;
+        if snd_una >= self.until || limited || (!self.limited && out > self.max_out) {
+            self.limited = limited;
+            self.max_out = out;
+            self.until = snd_nxt;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1356,6 +1397,28 @@ mod tests {
 
     /// Linux's estimator: the minimum RTO bounds the variation term, not the whole timer,
     /// so RTO = SRTT + max(4·mdev, min_rto); RFC 6298 clamps SRTT + 4·RTTVAR from below.
+    /// Linux's record of the window's use: a send held by the window counts until a whole
+    /// window of data is acknowledged; the most out grows at once while the window is not
+    /// the limit, and a new window of data starts a new record.
+    #[test]
+    fn the_window_use_is_kept_over_a_window_of_data_as_linux() {
+        let mut u = CwndUsage::default();
+        u.validate(true, 0, 10_000);
+        assert!(u.limited && u.max_out == 10_000);
+        // Not held now, but the window that was held is not yet acknowledged.
+        u.validate(false, 5_000, 12_000);
+        assert!(u.limited && u.max_out == 10_000);
+        // Acknowledged past its end: a new record.
+        u.validate(false, 10_000, 13_000);
+        assert!(!u.limited && u.max_out == 3_000 && u.until == 13_000);
+        // More out while not held: recorded at once.
+        u.validate(false, 10_500, 15_000);
+        assert_eq!(u.max_out, 4_500);
+        // Less out: kept.
+        u.validate(false, 12_000, 14_000);
+        assert_eq!(u.max_out, 4_500);
+    }
+
     #[test]
     fn linux_rto_adds_the_minimum_to_the_smoothed_rtt() {
         let mut e = LinuxRtt::default();

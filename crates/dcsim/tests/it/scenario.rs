@@ -475,6 +475,57 @@ fn port_jitter_breaks_the_phase_lock_of_two_reno_flows() {
     );
 }
 
+/// A sender held by its send buffer in slow start: Linux grows the window to twice the
+/// most it had out (`tcp_is_cwnd_limited`), so that a loss later halves it from there; the
+/// other profiles stop growing it when it is not the limit. Two Reno flows into one
+/// host (so that the switch's port, not the sender's NIC, is the bottleneck), 100
+/// segments of send buffer each, no loss.
+#[test]
+fn a_send_buffer_bound_slow_start_grows_the_window_to_twice_the_flight_as_linux() {
+    let last_cwnd = |profile: &str| {
+        let (_, r) = run_text(&format!(
+            r#"
+            [sim]
+            duration = "300ms"
+            [topology]
+            kind = "star"
+            hosts = 3
+            host_link = {{ rate = "100Mbps", delay = "10us" }}
+            [queue]
+            kind = "droptail"
+            buffer = "1000pkts"
+            [transport]
+            kind = "tcp"
+            profile = "{profile}"
+            cc = "reno"
+            snd_buf = "146000B"
+            [[flows]]
+            src = 1
+            dst = 0
+            [[flows]]
+            src = 2
+            dst = 0
+            [output.events]
+            flows = [0]
+            "#
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        r.write(dir.path()).unwrap();
+        let rows: Vec<(u64, String, u32, f64)> =
+            csv::Reader::from_path(dir.path().join("events.csv"))
+                .unwrap()
+                .deserialize()
+                .map(|r| r.unwrap())
+                .collect();
+        assert_eq!(r.summary["packets_dropped"].as_u64(), Some(0), "{profile}");
+        let cwnd = rows.iter().rev().find(|e| e.1 == "cwnd_bytes").unwrap().3;
+        (cwnd / 1460.0).round() as u64
+    };
+    assert_eq!(last_cwnd("linux"), 200);
+    let simple = last_cwnd("simple");
+    assert!((100..=102).contains(&simple), "simple: {simple} segments");
+}
+
 /// DCTCP with no ECN-marking switch behaves like NewReno: same window evolution, so the
 /// same output (the transport differs only in the ECN bit, which nobody reads here).
 #[test]
