@@ -1395,8 +1395,6 @@ mod tests {
         }
     }
 
-    /// Linux's estimator: the minimum RTO bounds the variation term, not the whole timer,
-    /// so RTO = SRTT + max(4·mdev, min_rto); RFC 6298 clamps SRTT + 4·RTTVAR from below.
     /// Linux's record of the window's use: a send held by the window counts until a whole
     /// window of data is acknowledged; the most out grows at once while the window is not
     /// the limit, and a new window of data starts a new record.
@@ -1419,6 +1417,8 @@ mod tests {
         assert_eq!(u.max_out, 4_500);
     }
 
+    /// Linux's estimator: the minimum RTO bounds the variation term, not the whole timer,
+    /// so RTO = SRTT + max(4·mdev, min_rto); RFC 6298 clamps SRTT + 4·RTTVAR from below.
     #[test]
     fn linux_rto_adds_the_minimum_to_the_smoothed_rtt() {
         let mut e = LinuxRtt::default();
