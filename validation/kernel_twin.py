@@ -5,7 +5,8 @@ The script reads a dcsim scenario (resolved by ``dcsim show``), builds its netwo
 network namespaces (one per host, one per switch, veth pairs for the links, IPv4
 forwarding in each switch), shapes every port with htb at the link rate over a pfifo of the
 scenario's buffer, runs each ``[[flows]]`` entry as a real TCP connection between two
-namespaces, samples the bottleneck queue, and writes ``flows.csv``, ``ports.csv``,
+namespaces, samples the bottleneck queue (and the goodput and window of the flows that
+``output.timeseries`` names), and writes ``flows.csv``, ``ports.csv``,
 ``timeseries.csv`` and ``summary.json`` with dcsim's column names, so that a kernel run
 and a dcsim run of the same file can be read side by side.
 
@@ -379,6 +380,9 @@ class Plan:
     unemulated: list[str] = field(default_factory=list)
     emulated: list[str] = field(default_factory=list)
     not_measured_series: list[str] = field(default_factory=list)
+    # output.timeseries.flows (flow numbers) and .cwnd: goodput and TCP state sampled.
+    series_flows: list[int] = field(default_factory=list)
+    series_state: bool = False
     buffers: dict[str, str] = field(default_factory=dict)
     resolved_text: str = ""
     link_delays_ns: list[int] = field(default_factory=list)
@@ -682,10 +686,22 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
             if item not in sampled:
                 sampled.append(item)
     not_measured_series = []
-    if series.get("flows") not in (None, "none", []):
-        not_measured_series.append("throughput_gbps (output.timeseries.flows)")
-    if series.get("cwnd"):
-        not_measured_series.append("cwnd_bytes (output.timeseries.cwnd)")
+    chosen_flows = series.get("flows", "none")
+    if chosen_flows == "all":
+        series_flows = [f.flow_id for f in flows]
+    elif chosen_flows in (None, "none"):
+        series_flows = []
+    else:
+        series_flows = sorted(set(int(n) for n in chosen_flows))
+        unknown = [n for n in series_flows if not 0 <= n < len(flows)]
+        if unknown:
+            raise Refused(f"output.timeseries.flows names flow {unknown[0]}, but the "
+                          f"scenario has {len(flows)} flows (numbered from 0)")
+    series_state = bool(series.get("cwnd")) and bool(series_flows)
+    if series_state and any(f.cc == "dctcp" for f in flows):
+        not_measured_series.append(
+            "alpha (output.timeseries.cwnd): the kernel's TCP_INFO gives DCTCP's window, not "
+            "its alpha")
     for key in ("trace", "events", "queue_occupancy"):
         if output.get(key):
             unemulated.append(f"output.{key}: not produced by the kernel twin")
@@ -705,6 +721,7 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
         ping_pair=ping_pair, mtu=mss + 40, sysctls=sysctls, route_options=route_options,
         unemulated=unemulated, emulated=emulated,
         not_measured_series=not_measured_series,
+        series_flows=series_flows, series_state=series_state,
         buffers={"queue": queue_note, "nic": nic_note},
         resolved_text=resolved_text, link_delays_ns=delays, gso_bytes=gso_bytes,
     )
@@ -1046,23 +1063,59 @@ _TCP_INFO_FIELDS = (
 _TCP_INFO_FORMAT = "<8B24I4Q2I4IQ3Q2I2Q2I2I2I2HI"
 
 
+def _tcp_info_layout() -> list[tuple[str, int, struct.Struct]]:
+    """Each field of TCP_INFO with its offset and format, from the one format string."""
+    codes = []
+    for count, code in re.findall(r"(\d*)([BHIQ])", _TCP_INFO_FORMAT[1:]):
+        codes += [code] * int(count or 1)
+    layout, offset = [], 0
+    for name, code in zip(_TCP_INFO_FIELDS, codes):
+        item = struct.Struct("<" + code)
+        layout.append((name, offset, item))
+        offset += item.size
+    return layout
+
+
+_TCP_INFO_LAYOUT = _tcp_info_layout()
+
+
 def read_tcp_info(sock: socket.socket) -> dict:
     """Read the kernel's TCP_INFO of a socket; fields the kernel does not return are
     left out."""
     raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 512)
-    info = {}
-    offset = 0
-    # Expand the format into one code per field, then read as far as the kernel wrote.
-    codes = []
-    for code in re.findall(r"(\d*)([BHIQ])", _TCP_INFO_FORMAT[1:]):
-        codes += [code[1]] * int(code[0] or 1)
-    for name, code in zip(_TCP_INFO_FIELDS, codes):
-        size = struct.calcsize("<" + code)
-        if offset + size > len(raw):
-            break
-        info[name] = struct.unpack_from("<" + code, raw, offset)[0]
-        offset += size
-    return info
+    return {name: item.unpack_from(raw, offset)[0]
+            for name, offset, item in _TCP_INFO_LAYOUT if offset + item.size <= len(raw)}
+
+
+# What the sender's state sampler keeps of TCP_INFO (output.timeseries.cwnd), as the
+# columns of kernel_tcp_samples.csv after time_ns and flow_id.
+STATE_FIELDS = ("ca_state", "snd_cwnd", "snd_ssthresh", "snd_mss", "unacked", "sacked", "lost",
+                "retrans", "total_retrans", "total_rto", "rtt", "rto")
+STATE_COLUMNS = ("ca_state", "cwnd_pkts", "ssthresh_pkts", "mss_bytes", "unacked_pkts",
+                 "sacked_pkts", "lost_pkts", "retrans_out_pkts", "total_retrans", "timeouts",
+                 "srtt_us", "rto_us")
+
+
+class Ticker:
+    """Instants t0 + k * every (k >= 1), the grid of every sampler in a run; ``None`` when
+    nothing is sampled."""
+
+    def __init__(self, t0: int, every_ns: int | None):
+        self.t0, self.every = t0, every_ns
+        self.next = t0 + every_ns if every_ns else None
+
+    def until(self, deadline: int) -> int:
+        """The earlier of a deadline and the next tick."""
+        return deadline if self.next is None else min(deadline, self.next)
+
+    def due(self, now: int) -> bool:
+        """True once per tick reached; a tick missed by more than an interval is skipped,
+        not caught up in a burst."""
+        if self.next is None or now < self.next:
+            return False
+        self.next = max(self.next + self.every,
+                        self.t0 + ((now - self.t0) // self.every + 1) * self.every)
+        return True
 
 
 def mono_ns() -> int:
@@ -1096,8 +1149,9 @@ def write_json(path: str, data: dict) -> None:
 
 def worker_receive(a: dict) -> None:
     """Accept one connection, read and discard until EOF or the end of the run, and
-    record when every byte had arrived."""
+    record when every byte had arrived (and, when asked, the bytes read by every tick)."""
     t0, size = a["t0"], a["size"]
+    ticker = Ticker(t0, a.get("every_ns"))
     end_abs = t0 + a["end_ns"]
     warm_abs = t0 + a["warmup_ns"]
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -1106,7 +1160,7 @@ def worker_receive(a: dict) -> None:
     server.listen(1)
     print("ready", flush=True)
     result = {"delivered": 0, "end_ns": None, "at_warmup": 0, "first_byte_ns": None,
-              "connected": False}
+              "connected": False, "read_by": []}
     server.settimeout(max(0.001, (end_abs - mono_ns()) / 1e9))
     try:
         conn, _ = server.accept()
@@ -1114,6 +1168,11 @@ def worker_receive(a: dict) -> None:
         write_json(a["result"], result)
         return
     result["connected"] = True
+    if ticker.next is not None:
+        # Nothing was read by the last tick before the connection; ticks before it pass.
+        now = mono_ns()
+        ticker.due(now)
+        result["read_by"].append([(now - t0) // ticker.every * ticker.every, 0])
     buffer = bytearray(1 << 20)
     total = 0
     warm_taken = a["warmup_ns"] == 0
@@ -1123,7 +1182,9 @@ def worker_receive(a: dict) -> None:
             result["at_warmup"], warm_taken = total, True
         if now >= end_abs:
             break
-        wake = end_abs if warm_taken else min(end_abs, warm_abs)
+        if ticker.due(now):
+            result["read_by"].append([now - t0, total])
+        wake = ticker.until(end_abs if warm_taken else min(end_abs, warm_abs))
         ready, _, _ = select.select([conn], [], [], wait_s(wake - now))
         if not ready:
             continue
@@ -1145,8 +1206,17 @@ def worker_receive(a: dict) -> None:
 
 def worker_send(a: dict) -> None:
     """Open a connection at the flow's start, send its bytes (or until its stop or the end
-    of the run), and record the sender's TCP_INFO at the end."""
+    of the run), and record the sender's TCP_INFO at the end (and, when asked, part of it
+    at every tick while the connection is open)."""
     t0, size = a["t0"], a["size"]
+    ticker = Ticker(t0, a.get("every_ns"))
+    states = []
+
+    def sample(now: int) -> None:
+        if ticker.due(now):
+            info = read_tcp_info(sock)
+            states.append([now - t0] + [info.get(name) for name in STATE_FIELDS])
+
     stop_abs = t0 + a["stop_ns"]
     end_abs = t0 + a["end_ns"]
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -1171,7 +1241,8 @@ def worker_send(a: dict) -> None:
         now = mono_ns()
         if now >= stop_abs:
             break
-        _, writable, _ = select.select([], [sock], [], wait_s(stop_abs - now))
+        sample(now)
+        _, writable, _ = select.select([], [sock], [], wait_s(ticker.until(stop_abs) - now))
         if not writable:
             continue
         want = len(chunk) if size is None else min(len(chunk), size - sent)
@@ -1194,7 +1265,8 @@ def worker_send(a: dict) -> None:
             now = mono_ns()
             if now >= end_abs:
                 break
-            readable, _, _ = select.select([sock], [], [], wait_s(end_abs - now))
+            sample(now)
+            readable, _, _ = select.select([sock], [], [], wait_s(ticker.until(end_abs) - now))
             if readable:
                 try:
                     if not sock.recv(4096):
@@ -1207,8 +1279,11 @@ def worker_send(a: dict) -> None:
     elif mono_ns() < end_abs and a["stop_ns"] < a["end_ns"]:
         # A flow with a stop time keeps its connection until the end of the run, so that
         # what it still has in flight is delivered.
-        sleep_until(end_abs)
+        while (now := mono_ns()) < end_abs:
+            sample(now)
+            sleep_until(ticker.until(end_abs))
     result["tcp_info"] = read_tcp_info(sock)
+    result["states"] = states
     if size is None or sent < size:
         # Wait (briefly) for the receiver to close first, so that nothing it has not read
         # yet is thrown away by a reset from this side.
@@ -1594,7 +1669,8 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
             path = lab.scratch / f"recv-{flow.flow_id}.json"
             receivers.append((flow, path, lab.spawn(f"h{flow.dst}", "recv", {
                 "port": PORT_BASE + flow.flow_id, "size": flow.size, "t0": t0,
-                "end_ns": end_ns, "warmup_ns": plan.warmup_ns, "result": str(path)},
+                "end_ns": end_ns, "warmup_ns": plan.warmup_ns, "result": str(path),
+                "every_ns": plan.sample_ns if flow.flow_id in plan.series_flows else None},
                 capture=True)))
         for flow, _, process in receivers:
             wait_ready(process, mono_ns() + 10_000_000_000,
@@ -1605,7 +1681,9 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
             senders.append((flow, path, lab.spawn(f"h{flow.src}", "send", {
                 "dst_ip": host_ip(flow.dst), "port": PORT_BASE + flow.flow_id,
                 "size": flow.size, "cc": flow.cc, "t0": t0, "start_ns": flow.start_ns,
-                "stop_ns": stop, "end_ns": end_ns, "result": str(path)})))
+                "stop_ns": stop, "end_ns": end_ns, "result": str(path),
+                "every_ns": plan.sample_ns if plan.series_state
+                and flow.flow_id in plan.series_flows else None})))
         # One watcher per namespace that holds ports: it reads their counters at the start
         # of the window and at the end, and samples the queues of the chosen ports.
         by_node: dict[str, dict] = {}
@@ -1763,7 +1841,8 @@ def assemble_outputs(plan: Plan, facts: dict, probe: dict, setup: dict, base_rtt
                      recv: dict, send: dict, samples: list, sampler_meta: list,
                      before: dict, after: dict, run_end_ns: int, offloads: bool,
                      wall_start: float) -> tuple[dict, dict]:
-    """Build flows.csv, ports.csv, timeseries.csv, kernel_samples.csv and summary.json."""
+    """Build flows.csv, ports.csv, timeseries.csv, kernel_samples.csv, kernel_tcp_samples.csv
+    (when the window is sampled) and summary.json."""
     window_start = plan.warmup_ns
     window_ns = max(1, run_end_ns - window_start)
     end_of_arrivals = plan.duration_ns if plan.duration_ns is not None else \
@@ -1852,6 +1931,24 @@ def assemble_outputs(plan: Plan, facts: dict, probe: dict, setup: dict, base_rtt
 
     series_rows = [{"time_ns": t, "kind": "queue_bytes", "id": label, "value": float(backlog)}
                    for t, label, backlog, _, _ in samples]
+    state_rows = []
+    for flow in plan.flows:
+        read_by = recv[flow.flow_id].get("read_by", [])
+        # Goodput over each interval: the bytes the application read, over the time between
+        # two readings (a tick is taken when the receiver wakes, a little late at times).
+        for (t_a, got_a), (t_b, got_b) in zip(read_by, read_by[1:]):
+            series_rows.append({"time_ns": t_b, "kind": "throughput_gbps", "id": flow.flow_id,
+                                "value": (got_b - got_a) * 8 / max(1, t_b - t_a)})
+        for row in send[flow.flow_id].get("states", []):
+            state = dict(zip(("time_ns",) + STATE_FIELDS, row))
+            series_rows.append({"time_ns": state["time_ns"], "kind": "cwnd_bytes",
+                                "id": flow.flow_id,
+                                "value": float((state["snd_cwnd"] or 0)
+                                               * (state["snd_mss"] or 0))})
+            state_rows.append(dict(zip(("time_ns", "flow_id") + STATE_COLUMNS,
+                                       [row[0], flow.flow_id] + row[1:])))
+    series_rows.sort(key=lambda r: r["time_ns"])
+    state_rows.sort(key=lambda r: r["time_ns"])
     intervals = {}
     for label, rows in samples_by_port.items():
         gaps = sorted(b[0] - a[0] for a, b in zip(rows, rows[1:]))
@@ -1948,6 +2045,9 @@ def assemble_outputs(plan: Plan, facts: dict, probe: dict, setup: dict, base_rtt
              for t, label, b, q, d in samples]),
         "summary.json": json.dumps(summary, indent=2) + "\n",
     }
+    if plan.series_state:
+        files["kernel_tcp_samples.csv"] = to_csv(["time_ns", "flow_id", *STATE_COLUMNS],
+                                                 state_rows)
     return files, summary
 
 
@@ -2071,6 +2171,10 @@ buffer = "1000pkts"
 kind = "tcp"
 profile = "linux"
 cc = "cubic"
+[output.timeseries]
+every = "1ms"
+flows = [0]
+cwnd = true
 [[flows]]
 src = 1
 dst = 0
@@ -2143,6 +2247,11 @@ def selftest(dcsim: Path) -> int:
         interval = summary["sampler"]["ports"].get(plan.bottleneck, {}).get("mean_interval_ns")
         if not interval:
             problems.append("no queue samples")
+        # Flow 0's goodput and window, every millisecond of its 2 s.
+        kinds = [line.split(",")[1] for line in files["timeseries.csv"].splitlines()[1:]]
+        for kind in ("throughput_gbps", "cwnd_bytes"):
+            if kinds.count(kind) < 1000:
+                problems.append(f"{kinds.count(kind)} {kind} samples of flow 0 (want 1,000)")
         if problems:
             print(f"kernel twin: FAILED ({'; '.join(problems)})")
             return EXIT_ERROR
