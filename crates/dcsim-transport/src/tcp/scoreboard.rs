@@ -161,12 +161,17 @@ impl Scoreboard {
     /// SACK blocks (absolute byte ranges) are. RACK's reference advances with the most
     /// recently sent segment it delivers; `min_rtt` is the connection's smallest round
     /// trip, below which the delivery of a retransmitted segment is taken as its original's.
+    /// `echo` is the send time of the data the ACK answers (the timestamp option's echo,
+    /// `Time::ZERO` for none): a retransmitted segment acknowledged cumulatively by an ACK
+    /// that echoes an earlier send was delivered by an earlier transmission, and moves
+    /// nothing (Linux's `tcp_skb_spurious_retrans`).
     pub(crate) fn on_ack(
         &mut self,
         ack: u64,
         blocks: impl IntoIterator<Item = (u64, u64)>,
         now: Time,
         min_rtt: Dur,
+        echo: Time,
     ) -> AckResult {
         let mut r = AckResult::default();
         while let Some(s) = self.segs.front().copied() {
@@ -185,7 +190,10 @@ impl Scoreboard {
                 if s.flags & RETRANS != 0 {
                     self.retrans -= s.len();
                 }
-                r.rack_advanced |= self.rack_advance(s, now, min_rtt);
+                let by_earlier = s.flags & EVER_RETRANS != 0 && echo > Time::ZERO && echo < s.sent;
+                if !by_earlier {
+                    r.rack_advanced |= self.rack_advance(s, now, min_rtt);
+                }
             }
         }
         for (start, end) in blocks {
@@ -263,8 +271,12 @@ impl Scoreboard {
                 if s.flags & RETRANS != 0 {
                     self.retrans -= len;
                 }
+                // A retransmission lost again was counted lost the first time (Linux's
+                // `tcp_mark_skb_lost`).
+                if s.flags & LOST == 0 {
+                    self.lost += len;
+                }
                 s.flags = (s.flags | LOST) & !RETRANS;
-                self.lost += len;
                 marked += len;
             } else {
                 next = Some(next.map_or(due, |n| n.min(due)));
@@ -354,7 +366,7 @@ mod tests {
         let min_rtt = Dur::from_us(50);
         assert_eq!(b.pipe(), 10 * MSS);
         // Segments 0 and 1 cumulatively acknowledged, 3 SACKed.
-        let r = b.on_ack(2 * MSS, [(3 * MSS, 4 * MSS)], t(100), min_rtt);
+        let r = b.on_ack(2 * MSS, [(3 * MSS, 4 * MSS)], t(100), min_rtt, Time::ZERO);
         assert_eq!((r.delivered, r.sacked), (3 * MSS, MSS));
         assert_eq!(b.pipe(), 7 * MSS, "8 held, 1 SACKed");
         // The same block again, and 5 to 7: only the new ones count.
@@ -363,6 +375,7 @@ mod tests {
             [(3 * MSS, 4 * MSS), (5 * MSS, 8 * MSS)],
             t(101),
             min_rtt,
+            Time::ZERO,
         );
         assert_eq!((r.delivered, r.sacked), (3 * MSS, 3 * MSS));
         assert_eq!(b.pipe(), 4 * MSS);
@@ -375,7 +388,7 @@ mod tests {
         assert_eq!(b.pipe(), 3 * MSS, "the retransmission is in flight");
         assert_eq!(b.next_lost(), Some((4 * MSS, 5 * MSS)));
         // The retransmission delivered: the ACK jumps over the SACKed segment 3.
-        let r = b.on_ack(4 * MSS, [(5 * MSS, 8 * MSS)], t(150), min_rtt);
+        let r = b.on_ack(4 * MSS, [(5 * MSS, 8 * MSS)], t(150), min_rtt, Time::ZERO);
         assert_eq!(r.delivered, MSS);
         assert_eq!((b.lost_bytes(), b.sacked_bytes()), (MSS, 3 * MSS));
     }
@@ -386,7 +399,7 @@ mod tests {
     fn rack_marks_a_hole_lost_after_the_round_trip_and_the_window() {
         let mut b = ten();
         // Segment 0 lost; segment 1 (sent at 1 µs) SACKed at 101 µs: RTT 100 µs.
-        let r = b.on_ack(0, [(MSS, 2 * MSS)], t(101), Dur::from_us(50));
+        let r = b.on_ack(0, [(MSS, 2 * MSS)], t(101), Dur::from_us(50), Time::ZERO);
         assert!(r.rack_advanced);
         let reo = Dur::from_us(25);
         // Segment 0 was sent at 0: lost at 0 + 100 + 25 = 125 µs.
@@ -403,13 +416,45 @@ mod tests {
             [(MSS, 2 * MSS), (10 * MSS, 11 * MSS)],
             t(231),
             Dur::from_us(50),
+            Time::ZERO,
         );
         let (marked, _) = b.rack_detect(t(231 + 100 + 25), reo);
-        assert!(
-            marked >= MSS,
-            "the retransmission of segment 0 is lost again"
+        assert_eq!(
+            marked,
+            9 * MSS,
+            "the retransmission of segment 0 is lost again, and 2 to 9 with it"
         );
         assert_eq!(b.next_lost(), Some((0, MSS)));
+        // Segment 0 counts once: held 9, SACKed 2 (1 and 10), lost 9 (0, 2 to 9).
+        assert_eq!(b.lost_bytes(), 9 * MSS);
+        assert_eq!(b.pipe(), 0);
+    }
+
+    #[test]
+    fn a_cumulative_ack_that_echoes_the_original_send_moves_no_reference() {
+        // Ten segments sent at 10 to 19 µs; segment 0 is marked lost and sent again at
+        // 200 µs, and its original, only late, fills the hole 1 µs later.
+        let board = || {
+            let mut b = Scoreboard::default();
+            for k in 0..10 {
+                b.sent_new(k * MSS, (k + 1) * MSS, t(10 + k));
+            }
+            b.on_ack(0, [(MSS, 2 * MSS)], t(111), Dur::from_us(50), Time::ZERO);
+            b.rack_detect(t(200), Dur::ZERO);
+            b.retransmitted(0, t(200));
+            b
+        };
+        // The ACK echoes the original's send time: nothing is learnt of the resend.
+        let mut b = board();
+        let r = b.on_ack(MSS, [], t(201), Dur::ZERO, t(10));
+        assert_eq!(r.delivered, MSS);
+        assert!(!r.rack_advanced);
+        assert_eq!(b.rack_detect(t(201), Dur::ZERO).0, 0);
+        // Taken as the resend's delivery, everything sent before it would be judged by a
+        // 1 µs round trip: segments 2 to 9 lost at once.
+        let mut c = board();
+        assert!(c.on_ack(MSS, [], t(201), Dur::ZERO, t(200)).rack_advanced);
+        assert_eq!(c.rack_detect(t(201), Dur::ZERO).0, 8 * MSS);
     }
 
     /// After a timeout everything not SACKed is lost; ns-2's clear_on_timeout forgets the
@@ -420,7 +465,13 @@ mod tests {
         b.sent_new(0, 10 * MSS, t(1));
         b.sent_new(10 * MSS, 20 * MSS, t(2));
         // RACK: the second delivered 100 µs later, the first lost.
-        b.on_ack(0, [(10 * MSS, 20 * MSS)], t(102), Dur::from_us(50));
+        b.on_ack(
+            0,
+            [(10 * MSS, 20 * MSS)],
+            t(102),
+            Dur::from_us(50),
+            Time::ZERO,
+        );
         b.rack_detect(t(200), Dur::ZERO);
         assert_eq!((b.pipe(), b.lost_bytes()), (0, 10 * MSS));
         b.split(0, 4 * MSS);
@@ -433,7 +484,8 @@ mod tests {
         b.split(3 * MSS, 5 * MSS);
         assert_eq!(b.first_sent(), Some(t(201)));
         assert_eq!(
-            b.on_ack(20 * MSS, [], t(300), Dur::from_us(50)).delivered,
+            b.on_ack(20 * MSS, [], t(300), Dur::from_us(50), Time::ZERO)
+                .delivered,
             10 * MSS
         );
         assert!(b.is_empty());
@@ -442,14 +494,26 @@ mod tests {
     #[test]
     fn a_timeout_keeps_or_clears_the_sacked_segments() {
         let mut b = ten();
-        b.on_ack(0, [(5 * MSS, 10 * MSS)], t(100), Dur::from_us(50));
+        b.on_ack(
+            0,
+            [(5 * MSS, 10 * MSS)],
+            t(100),
+            Dur::from_us(50),
+            Time::ZERO,
+        );
         b.on_timeout(false);
         assert_eq!(
             (b.lost_bytes(), b.sacked_bytes(), b.pipe()),
             (5 * MSS, 5 * MSS, 0)
         );
         let mut c = ten();
-        c.on_ack(0, [(5 * MSS, 10 * MSS)], t(100), Dur::from_us(50));
+        c.on_ack(
+            0,
+            [(5 * MSS, 10 * MSS)],
+            t(100),
+            Dur::from_us(50),
+            Time::ZERO,
+        );
         c.on_timeout(true);
         assert_eq!(
             (c.lost_bytes(), c.sacked_bytes(), c.pipe()),

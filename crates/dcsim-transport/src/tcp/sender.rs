@@ -901,8 +901,12 @@ impl TcpSender {
         self.ack_stamp = p.sent_at;
         let flight_before = self.board.pipe();
         let res = match cx.packet_ext() {
-            Some(ext) => self.board.on_ack(a, decode_sack(a, ext), now, self.min_rtt),
-            None => self.board.on_ack(a, core::iter::empty(), now, self.min_rtt),
+            Some(ext) => self
+                .board
+                .on_ack(a, decode_sack(a, ext), now, self.min_rtt, p.echo),
+            None => self
+                .board
+                .on_ack(a, core::iter::empty(), now, self.min_rtt, p.echo),
         };
         let mut rtt = None;
         let mut round_start = false;
