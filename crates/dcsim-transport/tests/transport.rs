@@ -319,6 +319,32 @@ fn a_tail_loss_is_repaired_by_the_loss_probe() {
     assert!(done > Time::from_dur(Dur::from_ms(200)), "{done:?}");
 }
 
+/// RACK's reordering timer as Linux arms it: a segment lost with only two segments after
+/// it (too few SACKed to drop the reordering window) is marked lost by the timer, set for
+/// its round trip plus the window plus Linux's 2 ms (`tcp_rack_mark_lost`), and resent
+/// once, with no timeout and no probe.
+#[test]
+fn a_hole_with_two_segments_after_it_waits_for_the_reordering_timer() {
+    use dcsim_transport::TcpProfile;
+    let cfg = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        delayed_ack: Some(dcsim_transport::tcp::DelayedAck::Off),
+        ..TcpConfig::default()
+    };
+    let run = lossy_run_with(&cfg, 2, 40 * 1460, &[37]);
+    let s = run.tx.stats();
+    assert_eq!(
+        (s.timeouts, s.loss_probes, s.retransmits),
+        (0, 0, 1),
+        "{s:?}"
+    );
+    let done = run.completed_at.expect("completes");
+    assert!(
+        done > Time::from_dur(Dur::from_ms(2)) && done < Time::from_dur(Dur::from_ms(3)),
+        "{done:?}"
+    );
+}
+
 /// Linux's delayed ACKs: the first 16 segments are acknowledged one by one (quick ACKs),
 /// then every second one; the last segment at once (the flow is complete).
 #[test]

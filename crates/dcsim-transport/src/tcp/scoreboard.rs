@@ -242,8 +242,8 @@ impl Scoreboard {
     /// RACK's loss detection (RFC 8985 §6.2 step 5) at `now` with reordering window
     /// `reo_wnd`: marks lost every segment not delivered that was sent before RACK's
     /// reference and has been out for at least its round trip plus `reo_wnd`. Returns the
-    /// bytes newly marked, and the earliest time another segment would be (for the
-    /// reordering timer).
+    /// bytes newly marked, and the latest time one of the others would be (RFC 8985's and
+    /// Linux's reordering timeout: the timer waits for all of them).
     pub(crate) fn rack_detect(&mut self, now: Time, reo_wnd: Dur) -> (u64, Option<Time>) {
         let mut marked = 0;
         let mut next: Option<Time> = None;
@@ -279,7 +279,7 @@ impl Scoreboard {
                 s.flags = (s.flags | LOST) & !RETRANS;
                 marked += len;
             } else {
-                next = Some(next.map_or(due, |n| n.min(due)));
+                next = Some(next.map_or(due, |n| n.max(due)));
             }
         }
         (marked, next)
@@ -428,6 +428,23 @@ mod tests {
         // Segment 0 counts once: held 9, SACKed 2 (1 and 10), lost 9 (0, 2 to 9).
         assert_eq!(b.lost_bytes(), 9 * MSS);
         assert_eq!(b.pipe(), 0);
+    }
+
+    #[test]
+    fn the_reordering_timeout_waits_for_the_last_segment_due() {
+        // Segment 5 (sent at 5 µs) SACKed at 105 µs: 0 to 4 are due at 125 to 129 µs.
+        let mut b = ten();
+        b.on_ack(
+            0,
+            [(5 * MSS, 6 * MSS)],
+            t(105),
+            Dur::from_us(50),
+            Time::ZERO,
+        );
+        let reo = Dur::from_us(25);
+        assert_eq!(b.rack_detect(t(105), reo), (0, Some(t(129))));
+        assert_eq!(b.rack_detect(t(127), reo), (3 * MSS, Some(t(129))));
+        assert_eq!(b.rack_detect(t(129), reo), (2 * MSS, None));
     }
 
     #[test]

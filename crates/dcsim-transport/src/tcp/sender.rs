@@ -37,8 +37,9 @@ const T_TLP: usize = 4;
 /// Linux's `TCP_RTO_MIN` (200 ms): what a loss probe waits beyond two round trips when one
 /// segment is out (the receiver may be delaying its ACK), whatever the route's minimum RTO.
 const TLP_DELACK_ALLOWANCE: Dur = Dur::from_ms(200);
-/// Linux's `TCP_TIMEOUT_MIN`, 2 jiffies at `HZ = 1000`: a loss probe's margin otherwise.
-const TLP_MARGIN: Dur = Dur::from_ms(2);
+/// Linux's `TCP_TIMEOUT_MIN` (2 ms): a loss probe's margin otherwise, and the reordering
+/// timer's beyond the last segment's wait (`tcp_rack_mark_lost`).
+const TIMEOUT_MIN: Dur = Dur::from_ms(2);
 /// RFC 6675's DupThresh.
 const DUPTHRESH: u32 = 3;
 
@@ -541,7 +542,7 @@ impl TcpSender {
                     + if one_out {
                         TLP_DELACK_ALLOWANCE
                     } else {
-                        TLP_MARGIN
+                        TIMEOUT_MIN
                     }
             }
             None => Dur::from_secs(1),
@@ -950,16 +951,27 @@ impl TcpSender {
         // Loss detection: RACK (RFC 8985 §6.2) or RFC 6675's duplicate threshold. After a
         // timeout everything outstanding is already marked.
         if !self.in_loss {
-            let marked = if rack {
-                let (marked, next) = self.board.rack_detect(now, self.reo_wnd());
-                match next {
-                    Some(t) => cx.arm(&mut self.timers, T_REO, t),
-                    None => self.timers.cancel(T_REO),
+            // RACK looks again only when an ACK moved its reference (Linux's
+            // `tcp_rack_mark_lost`); segments still inside their window wait for the
+            // reordering timer, armed for the last of them with Linux's margin. An ACK that
+            // moves `snd_una` and arms nothing re-arms Linux's one transmit timer for the
+            // RTO or a probe, which ends a reordering wait.
+            let mut reo_armed = false;
+            let marked = if !rack {
+                self.board.mark_lost_by_dupthresh(DUPTHRESH, self.mss)
+            } else if res.rack_advanced {
+                let (marked, last) = self.board.rack_detect(now, self.reo_wnd());
+                if let Some(t) = last {
+                    cx.arm(&mut self.timers, T_REO, t + TIMEOUT_MIN);
+                    reo_armed = true;
                 }
                 marked
             } else {
-                self.board.mark_lost_by_dupthresh(DUPTHRESH, self.mss)
+                0
             };
+            if acked > 0 && !reo_armed {
+                self.timers.cancel(T_REO);
+            }
             if marked > 0 && !self.in_recovery {
                 self.enter_recovery(now, flight_before);
             }
@@ -1250,10 +1262,8 @@ impl TcpSender {
         }
         let now = cx.now();
         let flight = self.board.pipe();
-        let (marked, next) = self.board.rack_detect(now, self.reo_wnd());
-        if let Some(t) = next {
-            cx.arm(&mut self.timers, T_REO, t);
-        }
+        // Linux's `tcp_rack_reo_timeout`: what is due is lost; the timer is not armed again.
+        let (marked, _) = self.board.rack_detect(now, self.reo_wnd());
         if marked > 0 {
             if !self.in_recovery {
                 self.enter_recovery(now, flight);
