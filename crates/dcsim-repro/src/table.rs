@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::EXPERIMENTS;
-use crate::verdict::num;
+use crate::verdict::num_beside;
 
 /// The result.json files found at `paths`: each path is a result.json file (or an archived
 /// copy, `NAME.json`), an experiment's folder, or a folder of experiments' folders (as
@@ -135,7 +135,9 @@ pub fn markdown(results: &[(String, Value)]) -> String {
             let paper = c["paper"].as_str().unwrap_or_default();
             let shown = if paper == last_paper { "" } else { paper };
             last_paper = paper;
-            let measured = c["measured"].as_f64().map_or("missing".into(), num);
+            let measured = c["measured"].as_f64().map_or("missing".into(), |v| {
+                num_beside(v, c["bound"].as_str().unwrap_or_default())
+            });
             let verdict = if quick {
                 "cannot decide (quick form)".to_string()
             } else {
@@ -201,7 +203,9 @@ pub fn summary(results: &[(String, Value)]) -> String {
                 format!(
                     "{} ({}; {})",
                     c["id"].as_str().unwrap_or("?"),
-                    c["measured"].as_f64().map_or("missing".into(), num),
+                    c["measured"].as_f64().map_or("missing".into(), |v| {
+                        num_beside(v, c["bound"].as_str().unwrap_or_default())
+                    }),
                     c["bound"].as_str().unwrap_or_default()
                 )
             })

@@ -79,13 +79,39 @@ pub fn min_max(xs: impl IntoIterator<Item = Option<f64>>) -> Option<(f64, f64)> 
 
 /// A number as a reader wants it: four significant digits, no trailing zeros.
 pub(crate) fn num(v: f64) -> String {
+    num_sig(v, 4)
+}
+
+/// A measured value beside the bound it is judged by (as the bound prints): [`num`], with
+/// more digits where it would otherwise read as one of the bound's numbers although it
+/// differs from it (0.99998 against "≥ 1" is shown as 0.99998, not 1).
+pub(crate) fn num_beside(v: f64, bound: &str) -> String {
+    let edges: Vec<&str> = bound
+        .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .filter(|e| !e.is_empty())
+        .collect();
+    let mut sig = 4;
+    loop {
+        let s = num_sig(v, sig);
+        let clash = edges
+            .iter()
+            .any(|e| *e == s && e.parse::<f64>().is_ok_and(|b| b != v));
+        if !clash || sig >= 12 {
+            return s;
+        }
+        sig += 1;
+    }
+}
+
+/// `v` with `sig` significant digits, no trailing zeros.
+fn num_sig(v: f64, sig: i32) -> String {
     if v.is_nan() {
         return "missing".into();
     }
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
-    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    let digits = (sig - 1 - v.abs().log10().floor() as i32).clamp(0, sig + 2) as usize;
     let s = format!("{v:.digits$}");
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -252,7 +278,7 @@ impl Verdicts {
                 "claim {}: {} = {} (claim: {}): {}",
                 c.id,
                 c.metric,
-                num(c.measured),
+                num_beside(c.measured, &c.bound.to_string()),
                 c.bound,
                 Self::verdict(c, quick).text()
             ));
@@ -262,7 +288,7 @@ impl Verdicts {
                 "check {}: {} = {} (must be {}): {}",
                 c.id,
                 c.what,
-                num(c.measured),
+                num_beside(c.measured, &c.bound.to_string()),
                 c.bound,
                 if c.passed() { "ok" } else { "FAILED" }
             ));
@@ -283,6 +309,13 @@ mod tests {
         assert_eq!(Bound::Between(1.6, 2.4).to_string(), "in [1.6, 2.4]");
         assert_eq!(num(0.27501415), "0.275");
         assert_eq!(num(1364.0), "1364");
+        assert_eq!(num(0.000012345), "0.000012");
+        // Beside its bound a value is never shown as the bound it misses.
+        assert_eq!(num_beside(0.9999791572478456, "≥ 1"), "0.99998");
+        assert_eq!(num_beside(1.0000123, "≤ 1"), "1.00001");
+        assert_eq!(num_beside(1.0, "≥ 1"), "1");
+        assert_eq!(num_beside(0.48, "≤ 1"), "0.48");
+        assert_eq!(num_beside(2.4000001, "in [1.6, 2.4]"), "2.4000001");
         let v = Verdicts {
             claims: vec![Claim {
                 id: "p99".into(),
