@@ -95,7 +95,7 @@ pub(crate) fn num_beside(v: f64, bound: &str) -> String {
         let s = num_sig(v, sig);
         let clash = edges
             .iter()
-            .any(|e| *e == s && e.parse::<f64>().is_ok_and(|b| b != v));
+            .any(|e| *e == s && e.parse::<f64>().is_ok_and(|b| b.total_cmp(&v).is_ne()));
         if !clash || sig >= 12 {
             return s;
         }
