@@ -969,7 +969,7 @@ impl TcpSender {
             } else {
                 0
             };
-            if acked > 0 && !reo_armed {
+            if rack && acked > 0 && !reo_armed {
                 self.timers.cancel(T_REO);
             }
             if marked > 0 && !self.in_recovery {
