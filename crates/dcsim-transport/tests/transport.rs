@@ -245,6 +245,15 @@ fn lossy_run_with(
         })
 }
 
+/// The `linux` profile with one ACK per segment (no delayed ACKs).
+fn linux_one_ack_per_segment() -> TcpConfig {
+    TcpConfig {
+        profile: Some(dcsim_transport::TcpProfile::Linux),
+        delayed_ack: Some(dcsim_transport::tcp::DelayedAck::Off),
+        ..TcpConfig::default()
+    }
+}
+
 /// How many times each data segment (by number) reached the receiver.
 fn arrivals(
     run: &dcsim_testkit::PairRun<TcpSender, TcpReceiver>,
@@ -308,12 +317,7 @@ fn a_tail_loss_is_repaired_by_the_loss_probe() {
     let done = run.completed_at.expect("completes");
     assert!(done < Time::from_dur(Dur::from_ms(5)), "{done:?}");
     // One ACK per segment, so that the lost segment is the only one out.
-    let cfg = TcpConfig {
-        profile: Some(TcpProfile::Linux),
-        delayed_ack: Some(dcsim_transport::tcp::DelayedAck::Off),
-        ..TcpConfig::default()
-    };
-    let one = lossy_run_with(&cfg, 2, 40 * 1460, &[39]);
+    let one = lossy_run_with(&linux_one_ack_per_segment(), 2, 40 * 1460, &[39]);
     let (s, done) = (one.tx.stats(), one.completed_at.expect("completes"));
     assert_eq!((s.timeouts, s.loss_probes), (0, 1), "{s:?}");
     assert!(done > Time::from_dur(Dur::from_ms(200)), "{done:?}");
@@ -325,13 +329,7 @@ fn a_tail_loss_is_repaired_by_the_loss_probe() {
 /// once, with no timeout and no probe.
 #[test]
 fn a_hole_with_two_segments_after_it_waits_for_the_reordering_timer() {
-    use dcsim_transport::TcpProfile;
-    let cfg = TcpConfig {
-        profile: Some(TcpProfile::Linux),
-        delayed_ack: Some(dcsim_transport::tcp::DelayedAck::Off),
-        ..TcpConfig::default()
-    };
-    let run = lossy_run_with(&cfg, 2, 40 * 1460, &[37]);
+    let run = lossy_run_with(&linux_one_ack_per_segment(), 2, 40 * 1460, &[37]);
     let s = run.tx.stats();
     assert_eq!(
         (s.timeouts, s.loss_probes, s.retransmits),
