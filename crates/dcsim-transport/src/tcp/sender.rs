@@ -584,10 +584,12 @@ impl TcpSender {
     /// With `gso`: the packet to send instead of one segment at `seq` of `len` bytes, or
     /// `None` to wait for the next ACK. New data: Linux's `tcp_tso_autosize` goal (6.x: a
     /// millisecond of the pacing rate, plus `gso_max_size` halved for every 512 µs of the
-    /// minimum RTT, at least two segments), cut to the data left and to the room the
-    /// congestion window, PRR, the receive window and the send buffer leave, in whole
-    /// segments, one segment at least (the checks after this decide whether that one may
-    /// go); deferred as `tcp_tso_should_defer` defers when the room is short of the goal.
+    /// minimum RTT, at least two segments), cut to the data left, to the buffer at the head
+    /// of the write queue (grown into the next one as 6.10's `tcp_grow_skb` does) and to
+    /// the room the congestion window, PRR, the receive window and the send buffer leave,
+    /// in whole segments, one segment at least (the checks after this decide whether that
+    /// one may go); deferred as `tcp_tso_should_defer` defers when the room is short of
+    /// the goal and does not take that buffer whole.
     /// A lost super-packet goes again whole if the window holds it, else its first part is
     /// split off to fit, as `tcp_retransmit_skb` fragments to the window. Out of line: only
     /// `gso` comes here.
@@ -641,10 +643,6 @@ impl TcpSender {
                 .min((self.snd_una.saturating_add(self.rwnd)).saturating_sub(seq))
                 .min((self.snd_una.saturating_add(self.snd_buf)).saturating_sub(seq));
         }
-        let left = end - seq;
-        if room < goal.min(left) && self.tso_should_defer(room, goal, now) {
-            return None;
-        }
         // Linux's `tcp_cwnd_test` gives at most half the window to one super-packet, so
         // that at least two are in flight (with PRR, its window is the flight plus sndcnt).
         let cwnd = match &self.prr {
@@ -652,7 +650,21 @@ impl TcpSender {
             None => wnd,
         };
         let half = (cwnd / 2 / mss).max(1) * mss;
-        Some((seq, goal.min(left).min((room / mss).max(1) * mss).min(half)))
+        let quota = goal.min((room / mss).max(1) * mss).min(half);
+        let left = end - seq;
+        let (head, tail) = write_queue_head(seq, end, self.gso_max, quota);
+        // `tcp_tso_should_defer` runs for a buffer of two segments or more that the room
+        // does not take whole: the last one (no buffer after it to wait for) or one longer
+        // than the room ("middle in queue won't get any more data").
+        if head > mss
+            && room < goal
+            && room < left
+            && (tail || room < head)
+            && self.tso_should_defer(room, goal, now)
+        {
+            return None;
+        }
+        Some((seq, head.min(quota)))
     }
 
     /// Linux's `tcp_tso_should_defer` (6.18, with October 2025's "tcp: fix
@@ -1364,6 +1376,23 @@ impl Sender for TcpSender {
 
 /// Whether the ACK of a packet sent at `head`, expected a smoothed RTT later, is due more
 /// than min(half that RTT, 1 ms) after `now`: too far to wait for (`tcp_tso_should_defer`).
+/// The buffer at the head of a bulk sender's write queue with `gso` (`gso_max` bytes each,
+/// as `tcp_sendmsg` fills them to `tcp_xmit_size_goal`), about to send from `seq` with
+/// `quota` bytes allowed: its length, and whether it is the last (holds `end`). The
+/// buffers end at multiples of `gso_max` (splitting one keeps its end); since Linux 6.10
+/// `tcp_write_xmit` first grows a head shorter than the quota with bytes of the next
+/// buffer (`tcp_grow_skb`), so a super-packet may cross one boundary.
+fn write_queue_head(seq: u64, end: u64, gso_max: u64, quota: u64) -> (u64, bool) {
+    let boundary = (seq / gso_max + 1) * gso_max;
+    let rest = boundary.min(end) - seq;
+    if rest >= quota || boundary >= end {
+        return (rest, boundary >= end);
+    }
+    let next_end = (boundary + gso_max).min(end);
+    let grown = quota.min(next_end - seq);
+    (grown, seq + grown >= end)
+}
+
 fn ack_too_far(head: Time, srtt: Dur, now: Time) -> bool {
     (head + srtt).saturating_since(now) > (srtt / 2).min(Dur::from_ms(1))
 }
@@ -1488,6 +1517,45 @@ mod tests {
         assert_eq!(p.sndcnt, 2 * MSS);
         p.on_ack(5 * MSS, 9 * MSS, MSS);
         assert_eq!(p.sndcnt, MSS, "capped at the target: 10 − 9 segments");
+    }
+
+    /// Write-queue buffers of 45 segments: a head shorter than the quota grows into the
+    /// next buffer (never past it), a longer one is what deferral weighs; the last buffer
+    /// is the tail.
+    #[test]
+    fn the_write_queue_head_grows_into_the_next_buffer_only() {
+        let buf = 45 * MSS;
+        let end = 1000 * MSS;
+        assert_eq!(
+            write_queue_head(0, end, buf, 10 * MSS),
+            (buf, false),
+            "a whole buffer"
+        );
+        assert_eq!(
+            write_queue_head(40 * MSS, end, buf, 10 * MSS),
+            (10 * MSS, false),
+            "5 left in the head, 5 more from the next"
+        );
+        assert_eq!(
+            write_queue_head(40 * MSS, end, buf, 45 * MSS),
+            (45 * MSS, false),
+            "grown to the quota, across one boundary"
+        );
+        assert_eq!(
+            write_queue_head(30 * MSS, end, buf, 5 * MSS),
+            (15 * MSS, false),
+            "no growth: the head is longer than the quota"
+        );
+        assert_eq!(
+            write_queue_head(980 * MSS, end, buf, 45 * MSS),
+            (20 * MSS, true),
+            "the head holds the last byte"
+        );
+        assert_eq!(
+            write_queue_head(930 * MSS, end, buf, 45 * MSS),
+            (45 * MSS, false),
+            "grown into the last buffer, which keeps some"
+        );
     }
 
     /// Linux 6.18's deferral bound: the sender waits for an ACK expected within min(half
