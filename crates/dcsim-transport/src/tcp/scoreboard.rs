@@ -49,6 +49,10 @@ pub(crate) struct AckResult {
     pub sacked: u64,
     /// Whether a segment sent after RACK's reference was delivered (RACK advanced).
     pub rack_advanced: bool,
+    /// When the oldest segment the ACK acknowledged cumulatively, not SACKed before, was
+    /// sent, if no segment it acknowledged cumulatively was ever retransmitted (Linux's
+    /// `first_ackt`, its round-trip sample; `FLAG_RETRANS_DATA_ACKED` voids it).
+    pub first_sent: Option<Time>,
 }
 
 /// The scoreboard of one sender.
@@ -174,15 +178,20 @@ impl Scoreboard {
         echo: Time,
     ) -> AckResult {
         let mut r = AckResult::default();
+        let mut retrans_acked = false;
         while let Some(s) = self.segs.front().copied() {
             if s.end > ack {
                 break;
             }
             self.segs.pop_front();
             self.out -= s.len();
+            retrans_acked |= s.flags & EVER_RETRANS != 0;
             if s.flags & SACKED != 0 {
                 self.sacked -= s.len();
             } else {
+                if r.first_sent.is_none() {
+                    r.first_sent = Some(s.sent);
+                }
                 r.delivered += s.len();
                 if s.flags & LOST != 0 {
                     self.lost -= s.len();
@@ -219,6 +228,9 @@ impl Scoreboard {
                 }
                 i += 1;
             }
+        }
+        if retrans_acked {
+            r.first_sent = None;
         }
         r
     }
@@ -472,6 +484,28 @@ mod tests {
         let mut c = board();
         assert!(c.on_ack(MSS, [], t(201), Dur::ZERO, t(200)).rack_advanced);
         assert_eq!(c.rack_detect(t(201), Dur::ZERO).0, 8 * MSS);
+    }
+
+    /// Linux's `first_ackt`: a cumulative ACK's round trip runs from the oldest segment it
+    /// newly acknowledges (not one SACKed before), and from none if it acknowledges a
+    /// retransmitted one.
+    #[test]
+    fn a_cumulative_ack_times_its_oldest_new_segment() {
+        let mut b = Scoreboard::default();
+        for k in 0..6 {
+            b.sent_new(k * MSS, (k + 1) * MSS, t(10 + k));
+        }
+        // Segment 0 SACKed first: the ACK of 0-2 times from segment 1.
+        b.on_ack(0, [(0, MSS)], t(100), Dur::ZERO, Time::ZERO);
+        assert_eq!(
+            b.on_ack(3 * MSS, [], t(101), Dur::ZERO, t(12)).first_sent,
+            Some(t(11))
+        );
+        // Segment 3 resent: the ACK covering it gives no sample.
+        b.retransmitted(3 * MSS, t(150));
+        let r = b.on_ack(5 * MSS, [], t(160), Dur::ZERO, t(14));
+        assert_eq!(r.delivered, 2 * MSS);
+        assert_eq!(r.first_sent, None);
     }
 
     /// After a timeout everything not SACKed is lost; ns-2's clear_on_timeout forgets the

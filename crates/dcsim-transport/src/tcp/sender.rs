@@ -926,8 +926,13 @@ impl TcpSender {
         let acked = a.saturating_sub(self.snd_una);
         if acked > 0 {
             self.snd_una = a;
+            // The newest data acknowledged (the echo) gives the controller's sample and the
+            // minimum; Linux's estimator takes the oldest (`first_ackt`: an ACK that
+            // covers a piece held by the receiver's delayed ACK measures from that piece).
             let r = now.saturating_since(p.echo);
-            self.sample_rtt(r);
+            let first = res.first_sent.filter(|_| self.linux_rtt.is_some());
+            self.min_rtt = self.min_rtt.min(r);
+            self.sample_rtt(first.map_or(r, |t| now.saturating_since(t)));
             rtt = Some(r);
             round_start = self.snd_una >= self.round_end;
             if round_start {
