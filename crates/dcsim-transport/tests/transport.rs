@@ -343,6 +343,25 @@ fn a_hole_with_two_segments_after_it_waits_for_the_reordering_timer() {
     );
 }
 
+/// Linux restarts the retransmission timer when it resends the oldest data out
+/// (`tcp_xmit_retransmit_queue`). A segment lost three times in a row (its first two
+/// resends too) holds the cumulative ACK for three round trips while RACK finds each loss;
+/// each resend restarts the timer, so the third is acknowledged before it expires. A timer
+/// left running from the last cumulative ACK (a round trip plus 200 ms) expires first and
+/// sends the rest of the window again (15 segments instead of 3).
+#[test]
+fn resending_the_oldest_data_restarts_the_retransmission_timer() {
+    let run = lossy_run_with(
+        &linux_one_ack_per_segment(),
+        20_000,
+        300 * 1460,
+        &[100, 100, 100],
+    );
+    let s = run.tx.stats();
+    assert_eq!((s.timeouts, s.retransmits), (0, 3), "{s:?}");
+    assert!(run.completed_at.is_some());
+}
+
 /// Linux's delayed ACKs: the first 16 segments are acknowledged one by one (quick ACKs),
 /// then every second one; the last segment at once (the flow is complete).
 #[test]

@@ -383,6 +383,9 @@ impl TcpSender {
         // update sees it.
         let mut held_back = 0;
         let mut sent = false;
+        // Linux restarts the retransmission timer when it resends the oldest data out
+        // (`tcp_xmit_retransmit_queue`), unless the reordering timer holds it.
+        let mut rearm = false;
         loop {
             // What goes next: with the scoreboard, a segment marked lost before new data
             // (RFC 6675's NextSeg); otherwise the next new byte, skipping what the receiver
@@ -474,6 +477,9 @@ impl TcpSender {
             sent = true;
             if lost.is_some() {
                 self.board.retransmitted(seq, cx.now());
+                rearm |= seq == self.snd_una
+                    && self.linux_rtt.is_some()
+                    && self.timers.deadline(T_REO).is_none();
             } else {
                 if board {
                     self.board.sent_new(seq, seq + len, cx.now());
@@ -499,7 +505,7 @@ impl TcpSender {
                 u.validate(limited, self.snd_una, self.snd_nxt);
             }
         }
-        if self.snd_una < self.snd_nxt && self.timers.deadline(T_RTO).is_none() {
+        if self.snd_una < self.snd_nxt && (rearm || self.timers.deadline(T_RTO).is_none()) {
             cx.arm_in(&mut self.timers, T_RTO, self.rto);
         }
         if board {
