@@ -937,8 +937,9 @@ impl TcpSender {
             // covers a piece held by the receiver's delayed ACK measures from that piece).
             let r = now.saturating_since(p.echo);
             let first = res.first_sent.filter(|_| self.linux_rtt.is_some());
-            self.min_rtt = self.min_rtt.min(r);
+            let min_rtt = self.min_rtt.min(r);
             self.sample_rtt(first.map_or(r, |t| now.saturating_since(t)));
+            self.min_rtt = min_rtt;
             rtt = Some(r);
             round_start = self.snd_una >= self.round_end;
             if round_start {
@@ -1385,8 +1386,6 @@ impl Sender for TcpSender {
     }
 }
 
-/// Whether the ACK of a packet sent at `head`, expected a smoothed RTT later, is due more
-/// than min(half that RTT, 1 ms) after `now`: too far to wait for (`tcp_tso_should_defer`).
 /// The buffer at the head of a bulk sender's write queue with `gso` (`gso_max` bytes each,
 /// as `tcp_sendmsg` fills them to `tcp_xmit_size_goal`), about to send from `seq` with
 /// `quota` bytes allowed: its length, and whether it is the last (holds `end`). The
@@ -1404,6 +1403,8 @@ fn write_queue_head(seq: u64, end: u64, gso_max: u64, quota: u64) -> (u64, bool)
     (grown, seq + grown >= end)
 }
 
+/// Whether the ACK of a packet sent at `head`, expected a smoothed RTT later, is due more
+/// than min(half that RTT, 1 ms) after `now`: too far to wait for (`tcp_tso_should_defer`).
 fn ack_too_far(head: Time, srtt: Dur, now: Time) -> bool {
     (head + srtt).saturating_since(now) > (srtt / 2).min(Dur::from_ms(1))
 }
