@@ -573,3 +573,30 @@ fn gso_sends_super_packets_that_are_acknowledged_and_repaired_whole() {
     assert_eq!(twice, 0, "only the lost super-packet goes again ({len} B)");
     assert_eq!(seen.len() as u64, 2000);
 }
+
+/// Linux starts a recovery whenever data is marked lost and not yet delivered
+/// (`tcp_time_to_recover`), so a recovery that ends while a loss among the data sent during
+/// it is still being repaired starts the next at once, with its own reduction. Reno, one
+/// ACK per segment: segment 300 lost twice keeps the first recovery open for three round
+/// trips; segment 520, sent during it, is lost too and resent before it ends. One loss
+/// episode halves the window once (171 segments at the end of 3,000), the chained one
+/// twice (about 100); without the rule the second loss was repaired with no reduction.
+#[test]
+fn a_recovery_that_ends_with_a_loss_outstanding_starts_another() {
+    let cfg = TcpConfig {
+        cc: CcSpec::Reno(Default::default()),
+        ..linux_one_ack_per_segment()
+    };
+    let once = lossy_run_with(&cfg, 20, 3000 * 1460, &[300, 300]);
+    let chained = lossy_run_with(&cfg, 20, 3000 * 1460, &[300, 300, 520]);
+    let (a, b) = (
+        once.tx.cc().cwnd_bytes() / 1460,
+        chained.tx.cc().cwnd_bytes() / 1460,
+    );
+    assert!((160..=180).contains(&a), "one reduction: {a} segments");
+    assert!((90..=110).contains(&b), "two reductions: {b} segments");
+    for run in [&once, &chained] {
+        assert_eq!(run.tx.stats().timeouts, 0);
+        assert!(run.completed_at.is_some());
+    }
+}

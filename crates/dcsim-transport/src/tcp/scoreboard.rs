@@ -126,8 +126,7 @@ impl Scoreboard {
     pub(crate) fn sacked_bytes(&self) -> u64 {
         self.sacked
     }
-    /// Bytes marked lost.
-    #[cfg(test)]
+    /// Bytes marked lost and not yet delivered (retransmitted or not: Linux's `lost_out`).
     pub(crate) fn lost_bytes(&self) -> u64 {
         self.lost
     }

@@ -996,7 +996,12 @@ impl TcpSender {
             if rack && acked > 0 && !reo_armed {
                 self.timers.cancel(T_REO);
             }
-            if marked > 0 && !self.in_recovery {
+            // Linux's `tcp_time_to_recover`: data marked lost and not yet delivered proves
+            // a loss, so a recovery that ends with some outstanding (lost, and perhaps
+            // resent, after the recovery began) starts the next one at once, with its own
+            // reduction: behind a queue that keeps dropping, cuts follow one another.
+            let proven = marked > 0 || (self.linux_reduction && self.board.lost_bytes() > 0);
+            if proven && !self.in_recovery {
                 self.enter_recovery(now, flight_before);
             }
         }
