@@ -21,6 +21,18 @@ pub(crate) struct Node {
     pub(crate) edge: u32,
 }
 
+/// What every port of a noisy network does besides serializing ([`Network::with_jitter`]):
+/// the most lateness it adds to each packet, and whether it releases each packet whole
+/// when its transmission starts, as an emulator's software shaper does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shaper {
+    /// Each packet reaches the far end late by up to this (uniform).
+    pub jitter: Dur,
+    /// Each packet reaches the far end a propagation delay after its transmission
+    /// started, not after its last bit.
+    pub release_at_start: bool,
+}
+
 /// The built network: nodes, ports, routes. Owned by the world; no global state.
 pub struct Network {
     pub(crate) ports: Vec<Port>,
@@ -82,13 +94,15 @@ impl Network {
         Self::with_jitter(graph, routing, None, qdisc_for)
     }
 
-    /// [`Network::new`] with timing noise on every port: with `jitter = Some((max, rng))`,
-    /// each port delays each packet's arrival by up to `max` (see [`crate::PortNoise`]),
-    /// drawing from its own stream of `rng` (`"port-jitter"`, the port's index).
+    /// [`Network::new`] with timing noise on every port: with `shaper = Some((s, rng))`,
+    /// each port delays each packet's arrival by up to `s.jitter`, and with
+    /// `s.release_at_start` hands each packet on whole when its transmission starts (see
+    /// [`crate::PortNoise`]), drawing from its own stream of `rng` (`"port-jitter"`, the
+    /// port's index).
     pub fn with_jitter(
         graph: &Graph,
         routing: RoutingSpec,
-        jitter: Option<(Dur, &RngTree)>,
+        shaper: Option<(Shaper, &RngTree)>,
         mut qdisc_for: impl FnMut(&PortInfo<'_>) -> Qdisc,
     ) -> Result<Self, BuildError> {
         let host_of_node: Vec<Option<HostId>> = {
@@ -135,8 +149,16 @@ impl Network {
                     NodeId::new(from),
                     NodeId::new(to),
                     host_of_node[to],
-                    jitter.map(|(max, rng)| {
-                        PortNoise::new(max, rng.stream("port-jitter", u64::from(id.0)))
+                    shaper.map(|(shaper, rng)| {
+                        let noise = PortNoise::new(
+                            shaper.jitter,
+                            rng.stream("port-jitter", u64::from(id.0)),
+                        );
+                        if shaper.release_at_start {
+                            noise.released_at_start()
+                        } else {
+                            noise
+                        }
                     }),
                 );
                 debug_assert_eq!(id.reverse(), if id == pa { pb } else { pa });

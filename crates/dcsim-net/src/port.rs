@@ -34,9 +34,13 @@
 //! packet late by a random time, as an emulator's software shaper does (htb releases a
 //! packet when its timer fires, after the packet's tokens were due, and catches up with
 //! the next one from its bucket): the lateness delays the arrival at the far end and not
-//! the link's schedule, so the rate is kept, and arrivals keep their order. A noisy port
-//! runs its queue event by event (no FIFO fast path: a FIFO port derives each start from
-//! its arrival time).
+//! the link's schedule, so the rate is kept, and arrivals keep their order. Such a shaper
+//! also releases each packet whole when its turn comes and charges its tokens after (key
+//! `ports.release = "start"`): the link stays busy for the packet's transmission time, but
+//! the packet reaches the far end a propagation delay after its transmission started,
+//! which matters for the 64 KB super-packets of an emulator with segmentation offloads (5
+//! ms at 100 Mb/s). A noisy port runs its queue event by event (no FIFO fast path: a FIFO
+//! port derives each start from its arrival time).
 
 use std::collections::VecDeque;
 
@@ -198,11 +202,21 @@ impl MaybeHost {
 }
 
 /// A port's timing noise: each packet reaches the far end late by a time drawn uniformly
-/// from [0, `max`] from the port's own random stream (see the module documentation).
+/// from [0, `max`] from the port's own random stream, and, as a software shaper releases
+/// it, possibly whole at the start of its transmission (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct PortNoise {
     max_ps: u64,
+    at_start: bool,
     rng: Rng,
+}
+
+/// When a noisy port's packet reaches the far end: `by` after its last bit would, or with
+/// `at_start` after its first bit.
+#[derive(Clone, Copy, Debug)]
+struct Late {
+    by: Dur,
+    at_start: bool,
 }
 
 impl PortNoise {
@@ -210,13 +224,34 @@ impl PortNoise {
     pub fn new(max: Dur, rng: Rng) -> Self {
         Self {
             max_ps: max.as_ps(),
+            at_start: false,
             rng,
         }
     }
 
+    /// Packets released whole when their transmission starts, as a token-bucket shaper on
+    /// an emulator's virtual link releases them (htb charges a packet's tokens after
+    /// sending it): the link stays busy for the transmission time, but a packet reaches
+    /// the far end a propagation delay after it started, not after its last bit.
+    #[must_use]
+    pub fn released_at_start(mut self) -> Self {
+        self.at_start = true;
+        self
+    }
+
+    /// Nothing is drawn without noise: a port that only releases at the start keeps its
+    /// stream untouched.
     #[inline]
-    fn draw(&mut self) -> Dur {
-        Dur::from_ps(self.rng.random_range(0..=self.max_ps))
+    fn draw(&mut self) -> Late {
+        let by = if self.max_ps == 0 {
+            Dur::ZERO
+        } else {
+            Dur::from_ps(self.rng.random_range(0..=self.max_ps))
+        };
+        Late {
+            by,
+            at_start: self.at_start,
+        }
     }
 }
 
@@ -779,9 +814,10 @@ impl Port {
     }
 
     /// `pkt` starts its transmission at `start`: appends it to the link FIFO, on a noisy
-    /// port to arrive `late` after its last bit would have and after the packet ahead of
-    /// it, however late that one was. Returns when it has left the transmitter and, if it
-    /// is the new head of the link, its arrival.
+    /// port to arrive `late.by` after its last bit would have (after its first, if the
+    /// port releases packets at the start) and after the packet ahead of it, however late
+    /// that one was. Returns when it has left the transmitter and, if it is the new head
+    /// of the link, its arrival.
     #[inline]
     fn put_on_link(
         &mut self,
@@ -789,13 +825,16 @@ impl Port {
         pkt: PacketId,
         size: u32,
         class: Class,
-        late: Option<Dur>,
+        late: Option<Late>,
     ) -> (Time, Option<(Time, PacketId)>) {
         let done = start + self.tx_dur(size);
         self.busy_until = done;
         let mut arrive = done + self.delay;
         if let Some(late) = late {
-            arrive += late;
+            if late.at_start {
+                arrive = start + self.delay;
+            }
+            arrive += late.by;
             if let Some(ahead) = self.pipe.back() {
                 arrive = arrive.max(ahead.arrive + Dur::from_ps(1));
             }

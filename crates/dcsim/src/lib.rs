@@ -57,7 +57,7 @@ mod world;
 pub use results::{Results, label};
 pub use scenario::{
     ConfigError, EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec,
-    PortsSpec, SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec,
+    PortsSpec, Release, SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec,
     default_nic, default_queue, port_by_label,
 };
 pub use unloaded::unloaded_fct;

@@ -8,6 +8,7 @@ use dcsim_engine::{Dur, RngTree, SchedStats, Schedule, Scheduler, Time, Upcoming
 use dcsim_metrics::SampleSpill;
 use dcsim_net::{
     FlowId, HostId, NetCx, NetEvent, Network, PacketId, PacketPool, PortId, PortStats, RouteId,
+    Shaper,
 };
 use dcsim_transport::{FlowCx, FlowEvent, FlowInfo, FlowSpec, Flows};
 use dcsim_workload::FlowSource;
@@ -17,7 +18,7 @@ use crate::samplers::{Occupancy, Sampler};
 use crate::trace::Tracer;
 use crate::unloaded::unloaded_fct;
 
-use crate::scenario::{ConfigError, Scenario};
+use crate::scenario::{ConfigError, Release, Scenario};
 
 /// Every event of a simulation: the sum of the layers' events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,12 +183,15 @@ impl World {
         let spec = &scenario.spec;
         let rng = RngTree::new(spec.sim.seed);
         let (queue, nic) = scenario.ports();
-        let jitter = spec
+        let shaper = spec
             .ports
-            .map(|p| p.jitter)
-            .filter(|&j| j > Dur::ZERO)
-            .map(|j| (j, &rng));
-        let mut net = Network::with_jitter(&scenario.graph, spec.routing, jitter, |p| {
+            .map(|p| Shaper {
+                jitter: p.jitter,
+                release_at_start: p.release == Release::Start,
+            })
+            .filter(|s| s.jitter > Dur::ZERO || s.release_at_start)
+            .map(|s| (s, &rng));
+        let mut net = Network::with_jitter(&scenario.graph, spec.routing, shaper, |p| {
             if p.on_host {
                 nic.build(&rng, u64::from(p.id.0), p.rate)
             } else {

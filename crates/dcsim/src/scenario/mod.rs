@@ -25,8 +25,8 @@ pub use build::port_by_label;
 pub(crate) use build::{FLOW_BYTES, memory_limit};
 pub use spec::{
     EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, Origin, OutputSpec,
-    PortsSpec, SCHEMA_VERSION, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec, default_nic,
-    default_queue,
+    PortsSpec, Release, SCHEMA_VERSION, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec,
+    default_nic, default_queue,
 };
 
 /// A scenario that cannot be loaded or built: one message that names where the problem is.

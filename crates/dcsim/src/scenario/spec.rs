@@ -161,6 +161,30 @@ pub struct PortsSpec {
     /// run their queues event by event.
     #[serde(default)]
     pub jitter: Dur,
+    /// When a packet reaches the far end (default `end`): after its last bit, as on a
+    /// wire, or with `start` a propagation delay after its transmission started, the link
+    /// still busy for its transmission time, as an emulator's token-bucket shaper (htb on
+    /// a virtual link) releases a packet whole and charges it after. Such ports run their
+    /// queues event by event.
+    #[serde(default, skip_serializing_if = "Release::is_end")]
+    pub release: Release,
+}
+
+/// When a port's packet reaches the far end (`ports.release`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Release {
+    /// After its last bit: a wire.
+    #[default]
+    End,
+    /// A propagation delay after its first bit: a software shaper.
+    Start,
+}
+
+impl Release {
+    fn is_end(&self) -> bool {
+        *self == Self::End
+    }
 }
 
 /// One explicit flow.

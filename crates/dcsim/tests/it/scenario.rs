@@ -282,24 +282,25 @@ fn reno_incast_with_small_buffer_drops_and_still_delivers_every_byte() {
     assert!(s["sim_time_ns"].as_u64().unwrap() > 1_680_000);
 }
 
+/// One segment from host 0 to host 1 of a one-pair dumbbell: three 10 Gb/s links.
+const LONE_SEGMENT: &str = r#"
+    [topology]
+    kind = "dumbbell"
+    pairs = 1
+    [transport]
+    kind = "tcp"
+    cc = "dctcp"
+    [[flows]]
+    src = 0
+    dst = 1
+    size = "1460B"
+    "#;
+
 /// A one-segment flow alone on an empty path completes in exactly its ideal time, and the
 /// ideal matches a hand computation.
 #[test]
 fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
-    let (_, r) = run_text(
-        r#"
-        [topology]
-        kind = "dumbbell"
-        pairs = 1
-        [transport]
-        kind = "tcp"
-        cc = "dctcp"
-        [[flows]]
-        src = 0
-        dst = 1
-        size = "1460B"
-        "#,
-    );
+    let (_, r) = run_text(LONE_SEGMENT);
     let f = &r.flows().unwrap()[0];
     // One 1538 B frame over three 10 Gb/s links (1230.4 ns each) + 50 us propagation
     // = 53,691.2 ns, reported in whole ns.
@@ -308,6 +309,29 @@ fn lone_flow_completes_near_ideal_and_ideal_matches_hand_computation() {
         f.fct_ns, f.unloaded_fct_ns,
         "a single segment is sent at once and never waits"
     );
+}
+
+/// Ports that hand a packet on at the start of its transmission (`ports.release = "start"`,
+/// an emulator's htb) take a transmission time per hop off a lone segment's FCT: three
+/// hops of a 1,538-byte frame at 10 Gb/s, 3 × 1,230.4 ns. A value other than `end` or
+/// `start` is refused with the key's place.
+#[test]
+fn ports_released_at_the_start_take_a_transmission_time_per_hop() {
+    let text = LONE_SEGMENT;
+    let fct = |release: &str| {
+        let (_, r) = run_text(&format!("{text}\n[ports]\nrelease = \"{release}\"\n"));
+        r.flows().unwrap()[0].fct_ns.unwrap()
+    };
+    assert_eq!(fct("end"), 53_691);
+    assert_eq!(fct("end") - fct("start"), 3_691);
+    let bad = dcsim::ScenarioSpec::parse(
+        &format!("{text}\n[ports]\nrelease = \"middle\"\n"),
+        "test",
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("release") && bad.contains("start"), "{bad}");
 }
 
 /// The `simple` TCP profile against the DCTCP paper's fluid model (§3.3) beyond the mean:
