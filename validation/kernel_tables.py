@@ -19,8 +19,9 @@ smallest base RTT the twin measured (ICMP, timed by the kernel), the kernel's ow
 processing noise, the spread of that RTT (median less minimum), is `stack_jitter`, the
 timing noise of the kernel's shapers (htb releases a backlogged packet when a timer fires,
 a little late each time; the twin times the bottleneck's departures, `shaper_noise` in its
-summary) is `ports.jitter`, and `snd_buf` holds as many segments as the kernel's 4 MiB send
-buffer did (TCP_INFO).
+summary) is `ports.jitter`, every port releases a packet whole when its transmission
+starts (`ports.release = "start"`: htb charges a packet's tokens after sending it), and
+`snd_buf` holds as many segments as the kernel's 4 MiB send buffer did (TCP_INFO).
 
 With `--offloads` the kernel keeps its segmentation offloads (TSO/GSO super-packets of up
 to 64 KB cross the emulated network whole, and a pfifo limit counts one as one packet),
@@ -142,8 +143,11 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
     noise = ksum.get("shaper_noise", {}).get("uniform_equivalent_us")
     if noise:
         extra += ["--set", f"ports.jitter={noise:.3f}us"]
+    # The twin's links are htb shapers, which release a packet whole at the start of its
+    # slot and charge it after.
     path_sets = ["--set", f"topology.host_link.delay={lo / 4:.3f}us",
-                 "--set", f"transport.stack_jitter={max(0.0, mid - lo):.3f}us"] + extra
+                 "--set", f"transport.stack_jitter={max(0.0, mid - lo):.3f}us",
+                 "--set", 'ports.release="start"'] + extra
     run([dcsim, "run", str(path), "--out", str(sim), "--quiet"] + path_sets)
     # The same measured path with dcsim's other seeds: one run decides a row by one draw of
     # dcsim's noise.
