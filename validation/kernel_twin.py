@@ -1819,7 +1819,7 @@ def shaper_noise(frames: list, rate_bps: int, label: str, mtu: int) -> dict:
             diffs.append((t - t_prev) - charge)
     result = {
         "port": label, "frames": len(frames), "gaps_backlogged": len(diffs),
-        "method": "kernel receive timestamps (SO_TIMESTAMPNS) of full-sized TCP frames at "
+        "method": "kernel receive timestamps (SO_TIMESTAMPNS) of TCP data frames at "
                   f"the far end, {SPACING_FOR_NS / 1e9:g} s from "
                   f"{SPACING_AFTER_NS / 1e9:g} s into the measurement window",
     }
