@@ -296,11 +296,22 @@ impl CongestionControl for Cubic {
         if a.in_recovery || !a.may_grow(cwnd_bytes, self.cwnd < self.ssthresh) {
             return;
         }
-        let acked = a.acked_bytes as f64 / self.limits.mss as f64;
+        let mut acked = a.acked_bytes as f64 / self.limits.mss as f64;
         if self.cwnd < self.ssthresh {
-            // Slow start as Reno (appropriate byte counting, L = 2).
-            self.cwnd += acked.min(2.0);
-            return;
+            if !self.linux {
+                // Slow start as Reno (appropriate byte counting, L = 2).
+                self.cwnd += acked.min(2.0);
+                return;
+            }
+            // Linux's `tcp_slow_start`: everything acknowledged, up to the threshold; the
+            // rest goes to congestion avoidance (an ACK of a whole super-packet with `gso`
+            // grows the window by its 45 segments).
+            let grown = (self.cwnd + acked).min(self.ssthresh);
+            acked -= grown - self.cwnd;
+            self.cwnd = grown;
+            if acked <= 0.0 {
+                return;
+            }
         }
         let (start, k) = *self.epoch.get_or_insert_with(|| {
             // §4.2: a new epoch at the first ACK in congestion avoidance.
@@ -389,6 +400,29 @@ mod tests {
 
     fn segments(d: &CcDriver<Cc>) -> f64 {
         d.cc.cwnd_bytes() as f64 / 1460.0
+    }
+
+    /// An ACK of a 45-segment super-packet in slow start grows the window by 45 segments
+    /// with Linux's rules (`tcp_slow_start`), by 2 with RFC 3465's limit.
+    #[test]
+    fn linux_slow_start_counts_every_acknowledged_segment() {
+        let ack = AckSample {
+            acked_bytes: 45 * 1460,
+            cwnd_limited: true,
+            mss: 1460,
+            ..AckSample::default()
+        };
+        let grown = |linux| {
+            let mut cc = CcSpec::Cubic(CubicConfig {
+                linux_rules: Some(linux),
+                hystart: Some(false),
+                ..CubicConfig::default()
+            })
+            .build(limits());
+            cc.on_ack(&ack);
+            cc.cwnd_bytes() / 1460
+        };
+        assert_eq!((grown(true), grown(false)), (55, 12));
     }
 
     /// HyStart's ACK train: once the window is 16 segments, a round whose closely spaced

@@ -63,7 +63,7 @@ impl Dctcp {
     /// A DCTCP controller.
     pub fn new(cfg: &DctcpConfig, limits: WindowLimits) -> Self {
         Self {
-            core: RenoCore::new(limits),
+            core: RenoCore::new(limits).with_whole_acks(cfg.linux_rules == Some(true)),
             g: cfg.g,
             alpha: cfg.alpha_init.unwrap_or(0.0),
             window_acked: 0,

@@ -26,6 +26,9 @@ pub struct RenoCore {
     limits: WindowLimits,
     /// Bytes acknowledged in congestion avoidance since the window last grew.
     ca_acked: u64,
+    /// Slow start counts every acknowledged byte, as Linux's `tcp_slow_start` does (the
+    /// `linux_rules` of Reno, DCTCP and Pulser); otherwise RFC 3465's L = 2.
+    whole_acks: bool,
 }
 
 impl RenoCore {
@@ -36,30 +39,51 @@ impl RenoCore {
             ssthresh: u64::MAX,
             limits,
             ca_acked: 0,
+            whole_acks: false,
         }
+    }
+
+    /// Slow start as Linux's `tcp_slow_start`: the window grows by everything an ACK
+    /// acknowledges, up to the threshold, and what is left over counts towards congestion
+    /// avoidance. An ACK of a 64 KB super-packet (`transport.gso`) grows it by 45 segments
+    /// where RFC 3465's limit allows 2.
+    #[must_use]
+    pub fn with_whole_acks(mut self, on: bool) -> Self {
+        self.whole_acks = on;
+        self
     }
 
     /// Window growth for `acked` new bytes (not during recovery, and only when the window
     /// was the limit; RFC 7661 §4.1).
     ///
     /// Slow start: `cwnd += min(acked, 2·MSS)` (appropriate byte counting, RFC 3465 with
-    /// L = 2). Congestion avoidance: one MSS per window of acknowledged bytes (RFC 5681
-    /// §3.1's byte-counting form of "one segment per RTT").
+    /// L = 2), or with [`RenoCore::with_whole_acks`] everything acknowledged up to the
+    /// threshold, the rest counting as below. Congestion avoidance: one MSS per window of
+    /// acknowledged bytes (RFC 5681 §3.1's byte-counting form of "one segment per RTT").
     #[inline]
     pub fn grow(&mut self, a: &AckSample) {
         if a.in_recovery || !a.may_grow(self.cwnd, self.cwnd < self.ssthresh) {
             return;
         }
         let mss = self.limits.mss;
+        let mut acked = a.acked_bytes;
         if self.cwnd < self.ssthresh {
-            self.cwnd += a.acked_bytes.min(2 * mss);
             self.ca_acked = 0;
-        } else {
-            self.ca_acked += a.acked_bytes;
-            if self.ca_acked >= self.cwnd {
-                self.ca_acked -= self.cwnd;
-                self.cwnd += mss;
+            if !self.whole_acks {
+                self.cwnd += acked.min(2 * mss);
+                return;
             }
+            let grown = self.cwnd.saturating_add(acked).min(self.ssthresh);
+            acked -= grown - self.cwnd;
+            self.cwnd = grown;
+            if acked == 0 {
+                return;
+            }
+        }
+        self.ca_acked += acked;
+        if self.ca_acked >= self.cwnd {
+            self.ca_acked -= self.cwnd;
+            self.cwnd += mss;
         }
     }
 
@@ -141,9 +165,10 @@ impl Controller for Reno {
         "TCP NewReno: slow start, AIMD, fast retransmit/recovery; classic ECN halving";
     type Config = RenoConfig;
     fn build(cfg: &RenoConfig, setup: CcSetup) -> Self {
+        let linux = cfg.linux_rules == Some(true);
         Self {
-            linux: cfg.linux_rules == Some(true),
-            ..Self::new(setup.limits)
+            core: RenoCore::new(setup.limits).with_whole_acks(linux),
+            linux,
         }
     }
 }
@@ -240,6 +265,35 @@ mod tests {
             60,
             "congestion avoidance does not grow"
         );
+    }
+
+    /// An ACK of a 45-segment super-packet in slow start: Linux's `tcp_slow_start` grows
+    /// the window by all 45 (`linux_rules`), RFC 3465's limit by 2; up to the threshold,
+    /// the rest counting towards congestion avoidance.
+    #[test]
+    fn linux_slow_start_counts_every_acknowledged_segment() {
+        let ack = AckSample {
+            acked_bytes: 45 * 1460,
+            cwnd_limited: true,
+            mss: 1460,
+            ..AckSample::default()
+        };
+        let build = |linux| Reno {
+            core: RenoCore::new(limits()).with_whole_acks(linux),
+            linux,
+        };
+        let (mut linux, mut rfc) = (build(true), build(false));
+        linux.on_ack(&ack);
+        rfc.on_ack(&ack);
+        assert_eq!(linux.cwnd_bytes() / 1460, 55);
+        assert_eq!(rfc.cwnd_bytes() / 1460, 12);
+        // 50 segments to the threshold of 60: 5 of them fill it, 45 go to avoidance.
+        let mut capped = build(true);
+        capped.core.ssthresh = 60 * 1460;
+        capped.core.cwnd = 55 * 1460;
+        capped.on_ack(&ack);
+        assert_eq!(capped.cwnd_bytes() / 1460, 60);
+        assert_eq!(capped.core.ca_acked, 40 * 1460);
     }
 
     #[test]
