@@ -64,7 +64,8 @@ pub struct Network {
 pub struct Captured {
     /// The port whose link the packet crossed.
     pub port: PortId,
-    /// When its last bit reached the far end.
+    /// When its last bit reached the far end (the whole packet, from a port that releases
+    /// packets at the start).
     pub at: Time,
     /// The packet.
     pub pkt: Packet,

@@ -421,6 +421,12 @@ impl Port {
     pub fn delay(&self) -> Dur {
         self.delay
     }
+    /// Whether the port hands each packet on whole when its transmission starts
+    /// ([`PortNoise::released_at_start`]), so that it reaches the far end a propagation
+    /// delay after it started.
+    pub fn releases_at_start(&self) -> bool {
+        self.noise.as_ref().is_some_and(|n| n.at_start)
+    }
     /// The node this port belongs to.
     pub fn node(&self) -> NodeId {
         self.node

@@ -4,7 +4,8 @@
 //! The network keeps a copy of each packet that crosses a tapped link, taken when the
 //! packet reaches the far end and before the next node touches it
 //! ([`Network::tap`]). A port's trace shows what the port sent, stamped when its
-//! transmission started (the arrival less the propagation delay and the serialization);
+//! transmission started (the arrival less the propagation delay and the serialization,
+//! which a port that releases packets at the start does not wait for);
 //! a host's trace shows what its NIC sent, stamped the same way, and what its edge switch
 //! delivered to it, stamped at the arrival of the last bit, as a capture on the host's own
 //! interface would. Records are written in time order: the copies wait in a buffer until
@@ -216,7 +217,13 @@ impl Tracer {
                 Side::Received => c.at,
                 Side::Sent => {
                     let port = net.port(c.port);
-                    let before = port.delay() + port.rate().tx_time(u64::from(c.pkt.wire_bytes));
+                    // A port that releases packets at the start hands each on whole.
+                    let tx = if port.releases_at_start() {
+                        Dur::ZERO
+                    } else {
+                        port.rate().tx_time(u64::from(c.pkt.wire_bytes))
+                    };
+                    let before = port.delay() + tx;
                     Time(c.at.0.saturating_sub(before.0))
                 }
             };

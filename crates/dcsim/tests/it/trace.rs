@@ -160,6 +160,30 @@ fn host_and_port_traces_match_the_runs_counters() {
 }
 
 #[test]
+fn a_port_that_releases_at_the_start_stamps_each_packet_when_it_started() {
+    // Host 1's flow starts at 10 us on an idle NIC: its first packet starts then, on a
+    // wire and with htb's release alike. Each later one starts when the one before it
+    // has been serialized, so the stamps are one transmission time apart at 10 Gb/s.
+    for ports in ["", "[ports]\nrelease = \"start\"\n"] {
+        let (_, r) = run_text(&dumbbell(&format!("{ports}[output.trace]\nhosts = [1]\n")));
+        let dir = tempfile::tempdir().unwrap();
+        r.write(dir.path()).unwrap();
+        let sent: Vec<(u64, Seg)> = read(dir.path(), "trace-h1.pcap")
+            .iter()
+            .map(|rec| (rec.ns, parse(rec)))
+            .filter(|(_, s)| s.src == 1)
+            .collect();
+        assert_eq!(sent[0].0, 10_000, "{ports:?}");
+        // 1,460 B of payload, 1,538 B on the wire: 1,230.4 ns at 10 Gb/s.
+        assert_eq!(sent[1].0 - sent[0].0, 1_230, "{ports:?}");
+        assert!(
+            sent.windows(2).all(|w| w[0].1.seq < w[1].1.seq),
+            "{ports:?}"
+        );
+    }
+}
+
+#[test]
 fn a_trace_changes_no_other_output_and_is_reproducible() {
     let (_, plain) = run_text(&dumbbell(""));
     let spec = "[output.trace]\nhosts = [0, 3]\n";
