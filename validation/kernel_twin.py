@@ -520,12 +520,22 @@ def _tcp_settings(where: str, tcp: dict, plan_notes: list[str], emulated: list[s
     if tcp.get("max_window") is not None:
         plan_notes.append("max_window: not emulated (the kernel autotunes its windows)")
     rcv_buf = tcp.get("rcv_buf")
-    if rcv_buf is not None:
+    autotune = tcp.get("rcv_autotune")
+    if autotune is False:
+        # A fixed buffer: autotuning off, and the buffer Linux starts with is the one.
+        rcv_bytes = parse_size_bytes(rcv_buf) if rcv_buf is not None else 33554432
+        sysctls["net.ipv4.tcp_moderate_rcvbuf"] = "0"
+        sysctls["net.ipv4.tcp_rmem"] = f"4096 {rcv_bytes} {rcv_bytes}"
+        emulated.append(
+            f"rcv_autotune = false, rcv_buf = {rcv_bytes} B: sysctls tcp_moderate_rcvbuf 0 "
+            "and tcp_rmem's initial and largest sizes"
+        )
+    elif rcv_buf is not None:
         rcv_bytes = parse_size_bytes(rcv_buf)
         sysctls["net.ipv4.tcp_rmem"] = f"4096 131072 {rcv_bytes}"
         emulated.append(
             f"rcv_buf = {rcv_buf}: sysctl net.ipv4.tcp_rmem's largest size (the kernel "
-            "autotunes its buffer up to it; dcsim starts there)"
+            "autotunes its buffer up to it from 128 KiB, as dcsim's rcv_autotune does)"
         )
     jitter = tcp.get("stack_jitter", "0s")
     if parse_duration_ns(jitter) != 0:

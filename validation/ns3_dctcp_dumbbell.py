@@ -8,7 +8,7 @@ Not part of CI (ns-3 is a large install). Usage:
     cargo run --release -p dcsim-cli -- run scenarios/dctcp-dumbbell.toml \\
         --set transport.profile=linux --set transport.min_rto=1ms --set transport.sack=false \\
         --set transport.delayed_ack=false --set transport.rcv_buf=64MiB \\
-        --set output.timeseries.every=10us --out /tmp/dcsim-linux
+        --set transport.rcv_autotune=false --set output.timeseries.every=10us --out /tmp/dcsim-linux
     python3 validation/ns3_dctcp_dumbbell.py --compare /tmp/ns3.json /tmp/dcsim-linux
 
 The set-up is the scenario's: two senders and two receivers on a dumbbell, host links

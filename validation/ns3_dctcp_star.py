@@ -9,8 +9,9 @@ N = 2, 8, 32 at 1 Gb/s (K = 20, the paper's 1 Gb/s value). Flow i starts at i x 
 the queue is sampled every 10 us from 100 ms to the end (300 ms).
 
 ns-3 is set as the comparison needs it: one ACK per segment, no SACK or timestamps,
-minimum RTO 1 ms, initial window 10, buffers of 64 MB; dcsim's `linux` profile is given
-the same (`sack = false`, `delayed_ack = false`, `min_rto = "1ms"`, `rcv_buf = "64MiB"`).
+minimum RTO 1 ms, initial window 10, fixed buffers of 64 MB; dcsim's `linux` profile is
+given the same (`sack = false`, `delayed_ack = false`, `min_rto = "1ms"`, `rcv_buf =
+"64MiB"`, `rcv_autotune = false`).
 
     python3 -m venv /tmp/ns3venv && /tmp/ns3venv/bin/pip install ns3   # ns-3.44, PyPI
     /tmp/ns3venv/bin/python validation/ns3_dctcp_star.py [--dcsim target/ci/dcsim]
@@ -150,6 +151,7 @@ def scenario(n: int, gbps: int, k: int) -> str:
         "[queue]", 'kind = "ecn"', f'buffer = "{BUFFER_PKTS}pkts"', f'mark_threshold = "{k}pkts"',
         "[transport]", 'kind = "tcp"', 'profile = "linux"', 'cc = { kind = "dctcp", g = 0.0625 }',
         "sack = false", "delayed_ack = false", 'min_rto = "1ms"', 'rcv_buf = "64MiB"',
+        "rcv_autotune = false",
         "[output.timeseries]", f'every = "{int(SAMPLE_S * 1e6)}us"', 'ports = ["sw->h0"]',
     ]
     for i in range(n):

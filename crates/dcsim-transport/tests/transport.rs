@@ -363,19 +363,32 @@ fn resending_the_oldest_data_restarts_the_retransmission_timer() {
 }
 
 /// Linux's delayed ACKs: the first 16 segments are acknowledged one by one (quick ACKs),
-/// then every second one; the last segment at once (the flow is complete).
+/// then every second one; the last segment at once (the flow is complete). With the
+/// receive buffer's autotuning every segment that grows `rcv_ssthresh` is acknowledged at
+/// once too (`tcp_grow_window`), so more go one by one.
 #[test]
 fn linux_acks_quickly_then_every_second_segment() {
     use dcsim_transport::TcpProfile;
-    let run = lossy_run(TcpProfile::Linux, 2, 100 * 1460, &[]);
-    let acks = run
-        .deliveries
-        .iter()
-        .filter(|d| !d.to_receiver && d.packet.payload_bytes == 0 && d.packet.ack > 0)
-        .count();
-    assert_eq!(acks, 16 + 84 / 2, "ACKs of 100 segments");
-    let s = run.tx.stats();
-    assert_eq!((s.timeouts, s.retransmits), (0, 0), "{s:?}");
+    let acks_of = |autotune: bool| {
+        let cfg = TcpConfig {
+            profile: Some(TcpProfile::Linux),
+            rcv_autotune: Some(autotune),
+            ..TcpConfig::default()
+        };
+        let run = lossy_run_with(&cfg, 2, 100 * 1460, &[]);
+        let s = run.tx.stats();
+        assert_eq!((s.timeouts, s.retransmits), (0, 0), "{s:?}");
+        run.deliveries
+            .iter()
+            .filter(|d| !d.to_receiver && d.packet.payload_bytes == 0 && d.packet.ack > 0)
+            .count()
+    };
+    assert_eq!(acks_of(false), 16 + 84 / 2, "ACKs of 100 segments");
+    let tuned = acks_of(true);
+    assert!(
+        tuned > 16 + 84 / 2 && tuned <= 100,
+        "{tuned} ACKs of 100 segments"
+    );
 }
 
 /// A receive buffer of 20 segments advertises 10 (half of it): at most 10 segments are
@@ -387,6 +400,7 @@ fn the_receive_window_bounds_what_is_in_flight() {
     let cfg = TcpConfig {
         profile: Some(TcpProfile::Linux),
         rcv_buf: Some(dcsim_engine::ByteSize(20 * 1460)),
+        rcv_autotune: Some(false),
         ..TcpConfig::default()
     };
     let run = lossy_run_with(&cfg, 100, 200 * 1460, &[]);
@@ -411,6 +425,67 @@ fn the_receive_window_bounds_what_is_in_flight() {
     assert!(run.tx.stats().rwnd_limited > 0);
     let free = lossy_run(TcpProfile::Linux, 100, 200 * 1460, &[]);
     assert!(free.completed_at.expect("completes") < done);
+}
+
+/// What a sender had out at most (segments reach the receiver and ACKs the sender in
+/// order), within `first` of the first data's arrival and over the whole run.
+fn most_out(run: &dcsim_testkit::PairRun<TcpSender, TcpReceiver>, first: Dur) -> (u64, u64) {
+    let (mut sent, mut acked, mut early, mut most) = (0u64, 0u64, 0u64, 0u64);
+    let start = run
+        .deliveries
+        .iter()
+        .find(|d| d.to_receiver && d.packet.payload_bytes > 0)
+        .map_or(Time::ZERO, |d| d.at);
+    let until = start + first;
+    for d in &run.deliveries {
+        if d.to_receiver && d.packet.payload_bytes > 0 {
+            sent = sent.max(d.packet.seq + u64::from(d.packet.payload_bytes));
+        } else if !d.to_receiver {
+            acked = acked.max(d.packet.ack);
+        }
+        let out = sent - acked.min(sent);
+        most = most.max(out);
+        if d.at < until {
+            early = early.max(out);
+        }
+    }
+    (early, most)
+}
+
+/// Linux's autotuning: the window starts at the SYN-ACK's 64 KiB and the buffer at
+/// 128 KiB, and grows once per round trip to what the data read asks. Over a 200 µs round
+/// trip at 10 Gb/s (250 KB in flight), with an initial window of 100 segments, the sender
+/// is held by the receiver's window at first, has more than the first buffer out later,
+/// and finishes after a sender with a large fixed buffer.
+#[test]
+fn the_autotuned_window_starts_small_and_grows_with_what_is_read() {
+    use dcsim_transport::TcpProfile;
+    let cfg = |autotune: bool| TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        init_cwnd_pkts: Some(100),
+        rcv_buf: Some(dcsim_engine::ByteSize(64 << 20)),
+        rcv_autotune: Some(autotune),
+        ..TcpConfig::default()
+    };
+    let tuned = lossy_run_with(&cfg(true), 100, 4000 * 1460, &[]);
+    let (early, most) = most_out(&tuned, Dur::from_us(400));
+    assert!(
+        early <= 65_536,
+        "{early} bytes out in the first two round trips of data"
+    );
+    assert!(most > 256 * 1024, "{most} bytes out at most");
+    assert!(tuned.tx.stats().rwnd_limited > 0);
+    let fixed = lossy_run_with(&cfg(false), 100, 4000 * 1460, &[]);
+    let (early_fixed, _) = most_out(&fixed, Dur::from_us(400));
+    assert!(early_fixed > early, "{early_fixed} against {early}");
+    let done =
+        |r: &dcsim_testkit::PairRun<TcpSender, TcpReceiver>| r.completed_at.expect("completes");
+    assert!(
+        done(&fixed) < done(&tuned),
+        "{:?} against {:?}",
+        done(&fixed),
+        done(&tuned)
+    );
 }
 
 /// A send buffer of 12 segments: at most 12 segments are ever unacknowledged, so 200

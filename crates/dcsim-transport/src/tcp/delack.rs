@@ -270,6 +270,18 @@ impl LinuxAcks {
 
     /// An ACK left at `rcv_nxt` (`tcp_event_ack_sent`): quick mode counts down; held ACKs
     /// are no longer held.
+    /// `tcp_grow_window` raised `rcv_ssthresh`: acknowledge this segment at once
+    /// (`icsk_ack.quick |= 1`).
+    pub(crate) fn window_grew(&mut self) {
+        self.quick |= 1;
+    }
+
+    /// `__tcp_select_window` found the free space below half the window: quick-ACK mode
+    /// ends.
+    pub(crate) fn space_short(&mut self) {
+        self.quick = 0;
+    }
+
     pub(crate) fn ack_sent(&mut self, rcv_nxt: u64) {
         self.rcv_wup = rcv_nxt;
         self.compressed = 0;

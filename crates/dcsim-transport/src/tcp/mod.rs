@@ -55,6 +55,7 @@
 mod delack;
 mod ictcp;
 mod pacer;
+mod rcvbuf;
 mod receiver;
 mod scoreboard;
 mod sender;
@@ -155,8 +156,9 @@ pub(crate) fn control_segment(
     }
 }
 
-/// Linux's largest receive buffer, `tcp_rmem[2]` (6 MiB since 4.20).
-const LINUX_RCV_BUF: u64 = 6 << 20;
+/// Linux's largest receive buffer, `tcp_rmem[2]`: 32 MiB since 6.16 on a host of 4 GB
+/// or more (6 MiB from 4.20).
+pub(crate) const LINUX_RCV_BUF: u64 = 32 << 20;
 
 /// The largest `gso`: Linux's `gso_max_size` without BIG TCP, 64 KiB.
 pub const GSO_MAX_BYTES: u64 = 1 << 16;
@@ -251,9 +253,14 @@ pub struct TcpConfig {
     pub delack_timeout: Dur,
     /// The receive buffer, of which half is advertised as the receive window (Linux's
     /// `tcp_adv_win_scale` = 1), with window scaling; data held out of order takes room
-    /// in it. `linux`: 6 MB, the largest buffer Linux's autotuning gives (`tcp_rmem`);
-    /// others: none (no receive window).
+    /// in it. With `rcv_autotune`, the most the buffer grows to. `linux`: 32 MiB, Linux
+    /// 6.18's `tcp_rmem[2]`; others: none (no receive window).
     pub rcv_buf: Option<ByteSize>,
+    /// Linux's receive-buffer autotuning: the buffer starts at 128 KiB (`tcp_rmem[1]`)
+    /// and grows to `rcv_buf` once per receiver round trip, as the data read asks; the
+    /// window follows the buffer and `rcv_ssthresh` (docs/protocols/tcp.md). `linux`: on;
+    /// others: off.
+    pub rcv_autotune: Option<bool>,
     /// The send buffer: the most payload the sender holds unacknowledged (as ns-3's
     /// `SndBufSize`). None (the default): no limit. Linux's `tcp_wmem[2]` (4 MiB) charges
     /// each segment its buffer's true size, so it holds less payload than its size: about
@@ -301,6 +308,7 @@ impl Default for TcpConfig {
             delayed_ack: None,
             delack_timeout: Dur::from_us(50),
             rcv_buf: None,
+            rcv_autotune: None,
             snd_buf: None,
             gso: None,
             max_window: None,
@@ -449,10 +457,10 @@ impl TcpConfig {
                 TcpProfile::Linux => DelayedAck::Linux,
                 _ => DelayedAck::Off,
             })),
-            rcv_buf: self.rcv_buf.or(match profile {
-                TcpProfile::Linux => Some(ByteSize(LINUX_RCV_BUF)),
-                _ => None,
-            }),
+            rcv_buf: self.rcv_buf.or((profile == TcpProfile::Linux
+                || self.rcv_autotune == Some(true))
+            .then_some(ByteSize(LINUX_RCV_BUF))),
+            rcv_autotune: Some(self.rcv_autotune.unwrap_or(profile == TcpProfile::Linux)),
             ..self.clone()
         }
     }
@@ -572,7 +580,11 @@ impl Transport for Tcp {
                 view.flags |= TcpView::EIN_ECHO;
             }
             if f & FLAG_RWND != 0 {
-                let scale = cfg.rcv_buf.map_or(0, |b| rcv_window(b.0).1);
+                let scale = match cfg.rcv_buf {
+                    Some(b) if cfg.rcv_autotune == Some(true) => rcvbuf::wscale(b.0),
+                    Some(b) => rcv_window(b.0).1,
+                    None => 0,
+                };
                 view.window = (p.seq >> scale).min(u64::from(u16::MAX)) as u16;
             }
         }

@@ -7,6 +7,7 @@ use dcsim_net::wire::{TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, Ecn, FlowId, HostId, IpBits, Packet, RateStamp, RouteId};
 
 use super::delack::{AckNow, DelayedAck, LinuxAcks};
+use super::rcvbuf::{RcvBuf, TRUESIZE_OVERHEAD, initial_window};
 use super::{
     FLAG_ACK, FLAG_CWR, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, IctcpConn,
     SACK_BLOCKS_SENT, TcpConfig, TcpHost, control_segment, encode_sack, rcv_window,
@@ -41,6 +42,10 @@ pub struct TcpReceiver {
     /// edge advertised last, which never moves back (RFC 7323 §2.4).
     window: Option<(u64, u32)>,
     right_edge: u64,
+    /// Linux's autotuning of the buffer (`rcv_autotune`), which then sets the window.
+    tune: Option<RcvBuf>,
+    /// Memory the segment being answered takes until the application reads it.
+    unread: u64,
     /// When the first SYN-ACK left (the handshake's round trip times Linux's ACK clock).
     syn_ack_at: Option<Time>,
     pending_acks: u32,
@@ -64,6 +69,8 @@ pub struct TcpReceiver {
 impl TcpReceiver {
     /// The receiver of `flow` under `cfg`.
     pub fn new(cfg: &TcpConfig, flow: &FlowInfo) -> Self {
+        let tune = (cfg.rcv_autotune == Some(true))
+            .then(|| RcvBuf::new(cfg.rcv_buf.map_or(super::LINUX_RCV_BUF, |b| b.0), cfg.mss.0));
         Self {
             flow: flow.flow,
             route: flow.rev,
@@ -76,8 +83,19 @@ impl TcpReceiver {
             linux: (cfg.delayed_ack == Some(DelayedAck::Linux))
                 .then(|| LinuxAcks::new(cfg.min_rto())),
             mss: cfg.mss.0,
-            window: cfg.rcv_buf.map(|b| rcv_window(b.0)),
-            right_edge: 0,
+            window: if tune.is_some() {
+                None
+            } else {
+                cfg.rcv_buf.map(|b| rcv_window(b.0))
+            },
+            // The SYN-ACK's window.
+            right_edge: if tune.is_some() {
+                initial_window(cfg.mss.0)
+            } else {
+                0
+            },
+            tune,
+            unread: 0,
             syn_ack_at: None,
             pending_acks: 0,
             ce_state: false,
@@ -124,6 +142,34 @@ impl TcpReceiver {
         }
         if self.rcv_nxt >= cx.shared.limit_bytes {
             self.completed = true;
+        }
+        if let Some(tune) = &mut self.tune {
+            let len = end - seq;
+            // The memory this segment and the data held out of order take.
+            self.unread = if in_order { len + TRUESIZE_OVERHEAD } else { 0 };
+            let held: u64 = self.ooo.iter().map(|r| r.1 - r.0).sum();
+            let rmem = self.unread + tune.truesize_of(held);
+            // A super-packet's segment size is one segment (Linux's `gso_size`).
+            let grew = !duplicate
+                && tune.on_segment(
+                    len,
+                    len.min(self.mss),
+                    in_order,
+                    self.sack.is_some(),
+                    self.rcv_nxt,
+                    rmem,
+                    p.echo,
+                    cx.now(),
+                );
+            if grew && let Some(acks) = &mut self.linux {
+                acks.window_grew();
+            }
+            if !in_order
+                && !duplicate
+                && let Some(last) = self.ooo.last()
+            {
+                tune.on_out_of_order(self.rcv_nxt, last.1);
+            }
         }
         let ce = p.ip.ecn() == Ecn::Ce;
         self.ein_pending |= p.ip.ein();
@@ -184,6 +230,14 @@ impl TcpReceiver {
                 }
             }
         }
+        // The application, woken by data in order, reads it once the segment has been
+        // answered.
+        if let Some(tune) = &mut self.tune {
+            self.unread = 0;
+            if in_order {
+                tune.on_read(self.rcv_nxt, self.ooo.last().map(|r| r.1), now);
+            }
+        }
     }
 
     /// Holds this segment's acknowledgement: DCTCP's receiver state machine first
@@ -198,9 +252,21 @@ impl TcpReceiver {
         self.pending_acks += 1;
     }
 
+    /// With autotuning: the memory the unread segment and the data held out of order take.
+    fn rmem(&self, tune: &RcvBuf) -> u64 {
+        let held: u64 = self.ooo.iter().map(|r| r.1 - r.0).sum();
+        self.unread + tune.truesize_of(held)
+    }
+
     /// The window the next ACK advertises (`rcv_buf`): the free room, rounded down to the
-    /// window scale, with the right edge never moving back.
+    /// window scale, with the right edge never moving back; with autotuning, Linux's
+    /// (see [`super::rcvbuf`]).
     fn advertised_window(&self) -> u64 {
+        if let Some(tune) = &self.tune {
+            return tune
+                .select_window(self.rcv_nxt, self.right_edge, self.rmem(tune))
+                .0;
+        }
         let Some((max, scale)) = self.window else {
             return u64::from(u16::MAX);
         };
@@ -218,10 +284,23 @@ impl TcpReceiver {
         }
         let ein = core::mem::take(&mut self.ein_pending);
         // The advertised window: the receive buffer's, ICTCP's if smaller.
-        let rwnd = match (self.window.is_some(), self.rwnd) {
+        let rwnd = match (self.window.is_some() || self.tune.is_some(), self.rwnd) {
             (false, r) => r,
             (true, r) => {
-                let w = self.advertised_window();
+                let w = match &self.tune {
+                    Some(tune) => {
+                        let (w, short) =
+                            tune.select_window(self.rcv_nxt, self.right_edge, self.rmem(tune));
+                        if short && let Some(acks) = &mut self.linux {
+                            acks.space_short();
+                        }
+                        w
+                    }
+                    None => self.advertised_window(),
+                };
+                if let Some(tune) = &mut self.tune {
+                    tune.advertised(w);
+                }
                 self.right_edge = self.rcv_nxt + w;
                 Some(r.map_or(w, |r| r.min(w)))
             }

@@ -15,6 +15,7 @@ use dcsim_engine::{Dur, Rate, Time, TimerTable};
 use dcsim_net::wire::{FRAMING_BYTES, TCP_IP_HEADER_BYTES, wire_bytes};
 use dcsim_net::{Class, FlowId, HostId, IpBits, Packet, RateStamp, RouteId, Telemetry};
 
+use super::rcvbuf;
 use super::scoreboard::Scoreboard;
 use super::{
     FLAG_ACK, FLAG_CWR, FLAG_DATA, FLAG_ECE, FLAG_EIN, FLAG_RWND, FLAG_SYN, GSO_HEADER_ROOM,
@@ -303,10 +304,11 @@ impl TcpSender {
             }),
             // The receiver's first advertised window (ICTCP starts every connection at its
             // smallest), as the SYN-ACK would carry it.
-            rwnd: cfg
-                .ictcp
-                .as_ref()
-                .map_or(u64::MAX, |i| u64::from(i.min_rwnd_pkts) * cfg.mss.0),
+            rwnd: match &cfg.ictcp {
+                Some(i) => u64::from(i.min_rwnd_pkts) * cfg.mss.0,
+                None if cfg.rcv_autotune == Some(true) => rcvbuf::initial_window(cfg.mss.0),
+                None => u64::MAX,
+            },
             ack_stamp: Time::ZERO,
             srtt: None,
             rttvar: Dur::ZERO,
