@@ -141,6 +141,9 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
             min_rto: Some(s.min_rto()),
             init_rto: Some(s.min_rto()),
             delayed_ack: Some(dcsim::transport::tcp::DelayedAck::Off),
+            // ns-3's sockets have fixed buffers: no autotuning.
+            rcv_buf: Some(ByteSize(6 << 20)),
+            rcv_autotune: Some(false),
             ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
             ..TcpConfig::default()
         }),
@@ -425,8 +428,8 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
                 queue's growth in bytes over the last N dequeues over their time, the stated \
                 hysteresis: gradient = time-weighted, count = bytes, hysteresis = stated)",
             "tcp": "profile linux (the paper ran ns-3, which follows Linux): SACK, RACK-TLP, \
-                PRR, 6 MB receive buffer; minimum and initial RTO 1 ms and one ACK per segment \
-                (ours); DCTCP g = 1/16",
+                PRR, a fixed 6 MiB receive buffer (ns-3 does not autotune); minimum and \
+                initial RTO 1 ms and one ACK per segment (ours); DCTCP g = 1/16",
             "ictcp": "DCTCP senders under ICTCP receive windows (alpha 0.9, gamma 0.1/0.5, \
                 fast start: windows double until the first decrease)",
             "pulser": "DCTCP with cwnd_safe = 4 segments",

@@ -11,7 +11,7 @@
 //! FCT (mean and standard deviation), drops and marks.
 
 use dcsim::controller::{ControllerSpec, SdnEcnConfig};
-use dcsim::engine::{Dur, Rate};
+use dcsim::engine::{ByteSize, Dur, Rate};
 use dcsim::net::TopologySpec;
 use dcsim::net::qdisc::{Amount, DropTailConfig, QdiscSpec, RedConfig};
 use dcsim::net::topo::{DumbbellSpec, LinkSpec, ParkingLotSpec, StarSpec};
@@ -193,6 +193,8 @@ fn tcp(ecn: bool) -> TransportSpec {
         ecn: Some(ecn),
         min_rto: Some(Dur::from_ms(200)),
         init_rto: Some(Dur::from_secs(1)),
+        // The thesis's kernel's `tcp_rmem[2]`, autotuned up to it (with Linux 6.18's rule).
+        rcv_buf: Some(ByteSize(6 << 20)),
         ..TcpConfig::default()
     })
 }
@@ -362,7 +364,8 @@ pub fn sdn_ecn(ctx: &Ctx) -> Result<Value, String> {
                 over the {QUEUE_PKTS}-packet queue, min 30 KB, max 90 KB, max_p 0.02, w_q 0.002 \
                 (the tc-red(8) example)"),
             "tcp": "CUBIC (C 0.4, beta 0.7) with HyStart, profile linux (SACK, RACK-TLP, PRR, \
-                Linux's delayed ACKs, 6 MB receive buffer), min RTO 200 ms, initial RTO 1 s; \
+                Linux's delayed ACKs, a receive buffer autotuned from 128 KiB to 6 MiB as \
+                Linux 6.18 does it), min RTO 200 ms, initial RTO 1 s; \
                 ECN on for ecn and the controller",
             "long_flows": "from 0 s to the end",
             "interactive": format!("{INTERACTIVE_BYTES} B from host 2 to host 3 on one switch, \
