@@ -42,8 +42,9 @@ pub struct TcpReceiver {
     /// edge advertised last, which never moves back (RFC 7323 §2.4).
     window: Option<(u64, u32)>,
     right_edge: u64,
-    /// Linux's autotuning of the buffer (`rcv_autotune`), which then sets the window.
-    tune: Option<RcvBuf>,
+    /// Linux's autotuning of the buffer (`rcv_autotune`), which then sets the window
+    /// (boxed: most receivers have none, and a receiver lives as long as its flow).
+    tune: Option<Box<RcvBuf>>,
     /// Memory the segment being answered takes until the application reads it.
     unread: u64,
     /// When the first SYN-ACK left (the handshake's round trip times Linux's ACK clock).
@@ -69,8 +70,12 @@ pub struct TcpReceiver {
 impl TcpReceiver {
     /// The receiver of `flow` under `cfg`.
     pub fn new(cfg: &TcpConfig, flow: &FlowInfo) -> Self {
-        let tune = (cfg.rcv_autotune == Some(true))
-            .then(|| RcvBuf::new(cfg.rcv_buf.map_or(super::LINUX_RCV_BUF, |b| b.0), cfg.mss.0));
+        let tune = (cfg.rcv_autotune == Some(true)).then(|| {
+            Box::new(RcvBuf::new(
+                cfg.rcv_buf.map_or(super::LINUX_RCV_BUF, |b| b.0),
+                cfg.mss.0,
+            ))
+        });
         Self {
             flow: flow.flow,
             route: flow.rev,
