@@ -4,7 +4,7 @@
 //! jitter, one sends a 40 MB long flow. DCTCP against Pulser (and ICTCP): short-flow FCT
 //! (mean and 99th percentile) and the long flow's throughput.
 
-use dcsim::engine::{Dur, Rate};
+use dcsim::engine::{ByteSize, Dur, Rate};
 use dcsim::net::TopologySpec;
 use dcsim::net::qdisc::{Amount, EcnConfig, EinConfig, QdiscSpec};
 use dcsim::net::topo::{LinkSpec, StarSpec};
@@ -82,8 +82,9 @@ fn scenario(s: Scheme, bursts: u32, every: Dur, long_bytes: u64) -> ScenarioSpec
             _ => CcSpec::Dctcp(DctcpConfig::default()),
         },
         // The testbed's hosts ran Linux: its timers (200 ms minimum RTO), delayed ACKs and
-        // buffers.
+        // buffers, autotuned up to the 6 MiB `tcp_rmem[2]` of the kernels of its time.
         profile: Some(TcpProfile::Linux),
+        rcv_buf: Some(ByteSize(6 << 20)),
         ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
         ..TcpConfig::default()
     });
@@ -194,7 +195,8 @@ pub fn pulser_testbed(ctx: &Ctx) -> Result<Value, String> {
             "switch_queues": format!("{BUFFER_PKTS} packets, ECN at K = {K_PKTS} packets (ours); \
                 Pulser: EIN over the same (N = 50, threshold 0.25 of the line rate, time-weighted, \
                 bytes, stated hysteresis)"),
-            "tcp": "profile linux (Linux's timers: minimum RTO 200 ms; delayed ACKs; buffers), \
+            "tcp": "profile linux (Linux's timers: minimum RTO 200 ms; delayed ACKs; a receive \
+                buffer autotuned from 128 KiB up to 6 MiB by Linux 6.18's rule), \
                 DCTCP g = 1/16",
             "pulser": "DCTCP with cwnd_safe = 4 segments",
             "ictcp": "DCTCP senders under ICTCP receive windows (defaults, fast start)",
