@@ -25,8 +25,10 @@ starts (`ports.release = "start"`: htb charges a packet's tokens after sending i
 
 With `--offloads` the kernel keeps its segmentation offloads (TSO/GSO super-packets of up
 to 64 KB cross the emulated network whole, and a pfifo limit counts one as one packet),
-and dcsim runs with `transport.gso = "64KiB"`, its model of exactly that, and with the
-send buffer that the kernel's 4 MiB held with offloads on (1,901 segments).
+and dcsim runs with `transport.gso = "64KiB"`, its model of exactly that, with the
+send buffer that the kernel's 4 MiB held with offloads on (1,901 segments), and with the
+kernel's 1,448-byte segments (`transport.mss`), so that a 64 KiB write is 45 segments and
+376 B on both sides. Both sides' applications write 64 KiB at a time (`app_write`).
 
 Targets (from the model's validation plan): queue mean within 10 % of the kernel's, drops
 within 3x, no timeout where the kernel has none, 2 MB FCT means within 30 %.
@@ -73,6 +75,9 @@ def scenario(hosts: int, buffer: int, cc: str, seconds: int, fct_flows: int) -> 
         'host_link = { rate = "100Mbps", delay = "50us" }',
         "[queue]", 'kind = "droptail"', f'buffer = "{buffer}pkts"',
         "[transport]", 'kind = "tcp"', 'profile = "linux"', f'cc = "{cc}"',
+        # The twin's senders hand their sockets 64 KiB per send(); dcsim's application
+        # writes the same.
+        'app_write = "64KiB"',
         "[output.timeseries]", 'every = "1ms"', 'ports = ["sw->h0"]',
     ]
     for h in range(1, long_hosts + 1):
@@ -137,9 +142,12 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
             for f in ksum["flows"] if f.get("tcp_info", {}).get("sndbuf_limited")]
     segments = SNDBUF_SEGMENTS_OFFLOADS if offloads else SNDBUF_SEGMENTS
     sim = work / f"{name}-dcsim"
-    extra = ["--set", f"transport.snd_buf={segments * 1460}B"] if segments else []
+    # With offloads the super-packets' make-up depends on the bytes of a segment: dcsim
+    # sends the kernel's 1,448 B of payload (the timestamps option takes 12 of 1,460).
+    mss = 1448 if offloads else 1460
+    extra = ["--set", f"transport.snd_buf={segments * mss}B"] if segments else []
     if offloads:
-        extra += ["--set", 'transport.gso="64KiB"']
+        extra += ["--set", 'transport.gso="64KiB"', "--set", f"transport.mss={mss}B"]
     noise = ksum.get("shaper_noise", {}).get("uniform_equivalent_us")
     if noise:
         extra += ["--set", f"ports.jitter={noise:.3f}us"]

@@ -77,6 +77,8 @@ NET_PREFIX = "10.213"
 TRUNK_IPS = {"left": "10.213.250.1", "right": "10.213.250.2"}
 TRUNK_MACS = {"left": "02:6b:74:02:00:01", "right": "02:6b:74:02:00:02"}
 PORT_BASE = 20000
+# What each sender hands its socket per send(), unless the scenario sets transport.app_write.
+APP_WRITE_BYTES = 65536
 # dcsim's output layout version whose columns these files follow (docs/output.md).
 DCSIM_SCHEMA_VERSION = 4
 EXIT_OK, EXIT_ERROR, EXIT_REFUSED, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -388,6 +390,8 @@ class Plan:
     link_delays_ns: list[int] = field(default_factory=list)
     # transport.gso: the kernel keeps its offloads, each veth limited to this size.
     gso_bytes: int | None = None
+    # transport.app_write: the senders' send() size (64 KiB when the scenario has none).
+    app_write: int = APP_WRITE_BYTES
 
     @property
     def end_ns(self) -> int:
@@ -637,6 +641,16 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
     mss = parse_size_bytes(_transport_of(scn, flows_in[0])[1].get("mss", "1460B"))
     gso = _transport_of(scn, flows_in[0])[1].get("gso")
     gso_bytes = parse_size_bytes(gso) if gso is not None else None
+    app_write_key = _transport_of(scn, flows_in[0])[1].get("app_write")
+    app_write = parse_size_bytes(app_write_key) if app_write_key is not None else APP_WRITE_BYTES
+    if app_write_key is None:
+        unemulated.append(
+            f"transport.app_write unset: dcsim's application writes all its data at once, the "
+            f"twin's senders {APP_WRITE_BYTES} B per send() (with offloads and a full send "
+            "buffer this shapes the super-packets)"
+        )
+    else:
+        emulated.append(f"app_write = {app_write_key}: each sender's send() size")
     if gso_bytes is not None:
         emulated.append(
             f"gso = {gso}: the kernel's segmentation offloads stay on (as with --offloads), "
@@ -737,6 +751,7 @@ def build_plan(scn: dict, resolved_text: str, facts: dict) -> Plan:
         series_flows=series_flows, series_state=series_state,
         buffers={"queue": queue_note, "nic": nic_note},
         resolved_text=resolved_text, link_delays_ns=delays, gso_bytes=gso_bytes,
+        app_write=app_write,
     )
 
 
@@ -1248,7 +1263,7 @@ def worker_send(a: dict) -> None:
         return
     result["connected_ns"] = mono_ns() - t0
     sock.setblocking(False)
-    chunk = memoryview(bytes(1 << 16))
+    chunk = memoryview(bytes(a.get("write", APP_WRITE_BYTES)))
     sent = 0
     while size is None or sent < size:
         now = mono_ns()
@@ -1695,6 +1710,7 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
                 "dst_ip": host_ip(flow.dst), "port": PORT_BASE + flow.flow_id,
                 "size": flow.size, "cc": flow.cc, "t0": t0, "start_ns": flow.start_ns,
                 "stop_ns": stop, "end_ns": end_ns, "result": str(path),
+                "write": plan.app_write,
                 "every_ns": plan.sample_ns if plan.series_state
                 and flow.flow_id in plan.series_flows else None})))
         # One watcher per namespace that holds ports: it reads their counters at the start

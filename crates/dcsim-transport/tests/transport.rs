@@ -579,6 +579,50 @@ fn stack_jitter_delays_answers_to_acks_within_its_bound() {
     assert_eq!(times(&noisy), times(&again));
 }
 
+/// `app_write`: an application that writes 64 KiB at a time (45 segments of 1,448 B and
+/// 376 B) into a send buffer that holds it back tops up the unsent last buffer by 376 B a
+/// write, and about every fourth write that buffer holds a whole segment, which leaves as
+/// a super-packet of its own (Nagle keeps back only less than a segment): the kernel
+/// twin's senders do the same. Writing everything at once, none.
+#[test]
+fn an_application_writing_64_kib_into_a_full_send_buffer_sends_lone_segments() {
+    use dcsim_transport::TcpProfile;
+    const MSS: u64 = 1448;
+    let cfg = |app_write: Option<u64>| TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        mss: dcsim_engine::ByteSize(MSS),
+        gso: Some(dcsim_engine::ByteSize(64 << 10)),
+        snd_buf: Some(dcsim_engine::ByteSize(200 * MSS)),
+        app_write: app_write.map(dcsim_engine::ByteSize),
+        ..TcpConfig::default()
+    };
+    let size = 6000 * MSS;
+    let pieces = |run: &dcsim_testkit::PairRun<TcpSender, TcpReceiver>| {
+        let data: Vec<u64> = run
+            .deliveries
+            .iter()
+            .filter(|d| d.to_receiver && d.packet.payload_bytes > 0)
+            .map(|d| u64::from(d.packet.payload_bytes))
+            .collect();
+        assert_eq!(data.iter().sum::<u64>(), size, "each byte once");
+        data
+    };
+    let writes = lossy_run_with(&cfg(Some(65_536)), 100, size, &[]);
+    assert!(writes.completed_at.is_some());
+    let data = pieces(&writes);
+    assert!(data[..data.len() - 1].iter().all(|l| l % MSS == 0));
+    let lone = data.iter().filter(|&&l| l == MSS).count() as f64;
+    let full = data.iter().filter(|&&l| l == 45 * MSS).count() as f64;
+    // 376 B a write: a whole segment every 3.85 writes of 45 segments.
+    assert!(
+        (0.2..0.32).contains(&(lone / full)),
+        "{lone} lone segments, {full} full"
+    );
+    let at_once = lossy_run_with(&cfg(None), 100, size, &[]);
+    let lone_at_once = pieces(&at_once).iter().filter(|&&l| l == MSS).count();
+    assert_eq!(lone_at_once, 0);
+}
+
 /// `gso`: the sender builds super-packets of whole segments up to 64 KiB less Linux's
 /// header room (44 segments of 1,460 B), each crossing the network as one packet and
 /// acknowledged by one ACK; a lost one is repaired without a timeout, sent again whole or

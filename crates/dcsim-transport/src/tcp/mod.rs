@@ -266,6 +266,14 @@ pub struct TcpConfig {
     /// each segment its buffer's true size, so it holds less payload than its size: about
     /// 1.8 MB of 1,448-byte segments with offloads off (docs/protocols/tcp.md).
     pub snd_buf: Option<ByteSize>,
+    /// The application's write size: it hands the sender this many bytes at a time,
+    /// each as soon as what it has written and is unacknowledged is under `snd_buf`,
+    /// and each write tops up the last unsent buffer (`tcp_sendmsg`); less than a
+    /// segment at the end of what was written waits while data is out (Nagle). None (the
+    /// default): the application writes everything at once. With `gso` and `snd_buf`
+    /// it decides the size of the super-packets a sender held by its send buffer makes
+    /// (docs/protocols/tcp.md, "Segmentation offload").
+    pub app_write: Option<ByteSize>,
     /// Generic segmentation offload as an emulator carries it (veth, and so Mininet, with
     /// offloads on): the sender builds super-packets of up to this many bytes (Linux's
     /// `gso_max_size`, 64 KB) that cross the network as one packet each (one queue entry,
@@ -310,6 +318,7 @@ impl Default for TcpConfig {
             rcv_buf: None,
             rcv_autotune: None,
             snd_buf: None,
+            app_write: None,
             gso: None,
             max_window: None,
             ictcp: None,
@@ -365,6 +374,11 @@ impl TcpConfig {
                 "snd_buf: must hold at least two segments ({}B), got {b}",
                 2 * self.mss.0
             ));
+        }
+        if let Some(w) = self.app_write
+            && w.0 == 0
+        {
+            return Err("app_write: must be at least one byte, got 0B".into());
         }
         if let Some(g) = self.gso
             && !(2 * self.mss.0 + GSO_HEADER_ROOM..=GSO_MAX_BYTES).contains(&g.0)

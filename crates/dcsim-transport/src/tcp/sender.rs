@@ -216,6 +216,12 @@ pub struct TcpSender {
     max_window: u64,
     /// The most payload held unacknowledged (`snd_buf`; unlimited without it).
     snd_buf: u64,
+    /// The application's write size (`app_write`; 0: it writes everything at once), what
+    /// it has written, and where the write queue's buffers are cut: every `gso_max` bytes
+    /// from `anchor` (a write tops up the unsent last buffer, as `tcp_sendmsg` does).
+    app_write: u64,
+    written: u64,
+    anchor: u64,
     /// The largest super-packet's payload in whole segments (`gso`); 0: one segment per
     /// packet.
     gso_max: u64,
@@ -295,6 +301,9 @@ impl TcpSender {
             cc,
             max_window: cfg.max_window.map_or(u64::MAX, |w| w.0),
             snd_buf: cfg.snd_buf.map_or(u64::MAX, |b| b.0),
+            app_write: cfg.app_write.map_or(0, |w| w.0),
+            written: 0,
+            anchor: 0,
             last_sent: Time::ZERO,
             gso_max: cfg.gso.map_or(0, |g| {
                 // Whole segments, within what a packet's 16-bit wire size can say.
@@ -374,7 +383,13 @@ impl TcpSender {
 
     fn try_send<S: Sched>(&mut self, cx: &mut EndpointCx<'_, S, TcpHost>) {
         let wnd = self.window();
-        let end = cx.shared.limit_bytes;
+        // New data may go up to the end of what the application has handed over: all of
+        // it, or with `app_write` what its writes have (see `written_end`).
+        let end = if self.app_write == 0 {
+            cx.shared.limit_bytes
+        } else {
+            self.written_end(cx.shared.limit_bytes)
+        };
         self.cwnd_limited = false;
         // The controller's state cannot change while this call sends.
         let pacing = self.cc.pacing_rate();
@@ -444,10 +459,11 @@ impl TcpSender {
                 self.stats.rwnd_limited += 1;
                 break;
             }
-            // And beyond what the send buffer holds.
+            // And beyond what the send buffer holds (with `app_write`, the writes hold it).
             if lost.is_none()
                 && self.snd_nxt > self.snd_una
                 && seq + len - self.snd_una > self.snd_buf
+                && self.app_write == 0
             {
                 self.stats.sndbuf_limited += 1;
                 break;
@@ -495,6 +511,9 @@ impl TcpSender {
         }
         if held_back != self.pacer_waiting {
             self.hold_back(held_back, cx.host_state);
+        }
+        if self.app_write > 0 && self.gso_max > 0 {
+            self.sent_from_writes();
         }
         if let Some(u) = &mut self.usage {
             let in_flight = if board {
@@ -589,6 +608,36 @@ impl TcpSender {
         self.pacer_waiting = bytes;
     }
 
+    /// With `app_write`: the application writes whole writes while what it wrote and is
+    /// unacknowledged is under the send buffer; returns where new data may go up to.
+    /// While more is to come, Nagle holds less than a segment at the end when anything is
+    /// out (when nothing is, all of it may go).
+    #[inline(never)]
+    fn written_end(&mut self, limit: u64) -> u64 {
+        let room = self.snd_una.saturating_add(self.snd_buf);
+        let target = room.div_ceil(self.app_write).saturating_mul(self.app_write);
+        self.written = self.written.max(target.min(limit));
+        let (end, from) = (self.written, self.snd_nxt.min(self.written));
+        if end == limit || (self.snd_nxt == self.snd_una && end - from < self.mss) {
+            return end;
+        }
+        from + (end - from) / self.mss * self.mss
+    }
+
+    /// With `app_write` and `gso`, after a send: what stays of the last written buffer is
+    /// a buffer of its own, which the next write tops up (`tcp_sendmsg` appends to the
+    /// write queue's tail), so the buffers are cut from there on.
+    #[inline(never)]
+    fn sent_from_writes(&mut self) {
+        let written = self.written;
+        if written > self.anchor {
+            let last = self.anchor + (written - 1 - self.anchor) / self.gso_max * self.gso_max;
+            if self.snd_nxt > last {
+                self.anchor = self.snd_nxt;
+            }
+        }
+    }
+
     /// With `gso`: the packet to send instead of one segment at `seq` of `len` bytes, or
     /// `None` to wait for the next ACK. New data: Linux's `tcp_tso_autosize` goal (6.x: a
     /// millisecond of the pacing rate, plus `gso_max_size` halved for every 512 µs of the
@@ -647,9 +696,10 @@ impl TcpSender {
         }
         let goal = (goal.min(self.gso_max) / mss).max(2) * mss;
         if self.snd_nxt > self.snd_una {
-            room = room
-                .min((self.snd_una.saturating_add(self.rwnd)).saturating_sub(seq))
-                .min((self.snd_una.saturating_add(self.snd_buf)).saturating_sub(seq));
+            room = room.min((self.snd_una.saturating_add(self.rwnd)).saturating_sub(seq));
+            if self.app_write == 0 {
+                room = room.min((self.snd_una.saturating_add(self.snd_buf)).saturating_sub(seq));
+            }
         }
         // Linux's `tcp_cwnd_test` gives at most half the window to one super-packet, so
         // that at least two are in flight (with PRR, its window is the flight plus sndcnt).
@@ -660,7 +710,7 @@ impl TcpSender {
         let half = (cwnd / 2 / mss).max(1) * mss;
         let quota = goal.min((room / mss).max(1) * mss).min(half);
         let left = end - seq;
-        let (head, tail) = write_queue_head(seq, end, self.gso_max, quota);
+        let (head, tail) = write_queue_head(seq, end, self.anchor, self.gso_max, quota);
         // `tcp_tso_should_defer` runs for a buffer of two segments or more that the room
         // does not take whole: the last one (no buffer after it to wait for) or one longer
         // than the room ("middle in queue won't get any more data").
@@ -1399,8 +1449,8 @@ impl Sender for TcpSender {
 /// buffers end at multiples of `gso_max` (splitting one keeps its end); since Linux 6.10
 /// `tcp_write_xmit` first grows a head shorter than the quota with bytes of the next
 /// buffer (`tcp_grow_skb`), so a super-packet may cross one boundary.
-fn write_queue_head(seq: u64, end: u64, gso_max: u64, quota: u64) -> (u64, bool) {
-    let boundary = (seq / gso_max + 1) * gso_max;
+fn write_queue_head(seq: u64, end: u64, anchor: u64, gso_max: u64, quota: u64) -> (u64, bool) {
+    let boundary = anchor + ((seq - anchor) / gso_max + 1) * gso_max;
     let rest = boundary.min(end) - seq;
     if rest >= quota || boundary >= end {
         return (rest, boundary >= end);
@@ -1546,32 +1596,32 @@ mod tests {
         let buf = 45 * MSS;
         let end = 1000 * MSS;
         assert_eq!(
-            write_queue_head(0, end, buf, 10 * MSS),
+            write_queue_head(0, end, 0, buf, 10 * MSS),
             (buf, false),
             "a whole buffer"
         );
         assert_eq!(
-            write_queue_head(40 * MSS, end, buf, 10 * MSS),
+            write_queue_head(40 * MSS, end, 0, buf, 10 * MSS),
             (10 * MSS, false),
             "5 left in the head, 5 more from the next"
         );
         assert_eq!(
-            write_queue_head(40 * MSS, end, buf, 45 * MSS),
+            write_queue_head(40 * MSS, end, 0, buf, 45 * MSS),
             (45 * MSS, false),
             "grown to the quota, across one boundary"
         );
         assert_eq!(
-            write_queue_head(30 * MSS, end, buf, 5 * MSS),
+            write_queue_head(30 * MSS, end, 0, buf, 5 * MSS),
             (15 * MSS, false),
             "no growth: the head is longer than the quota"
         );
         assert_eq!(
-            write_queue_head(980 * MSS, end, buf, 45 * MSS),
+            write_queue_head(980 * MSS, end, 0, buf, 45 * MSS),
             (20 * MSS, true),
             "the head holds the last byte"
         );
         assert_eq!(
-            write_queue_head(930 * MSS, end, buf, 45 * MSS),
+            write_queue_head(930 * MSS, end, 0, buf, 45 * MSS),
             (45 * MSS, false),
             "grown into the last buffer, which keeps some"
         );
