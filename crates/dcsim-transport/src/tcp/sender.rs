@@ -1450,6 +1450,8 @@ impl Sender for TcpSender {
 /// `tcp_write_xmit` first grows a head shorter than the quota with bytes of the next
 /// buffer (`tcp_grow_skb`), so a super-packet may cross one boundary.
 fn write_queue_head(seq: u64, end: u64, anchor: u64, gso_max: u64, quota: u64) -> (u64, bool) {
+    // Data sent again after a timeout (`seq` behind the cut) counts from its own start.
+    let anchor = anchor.min(seq);
     let boundary = anchor + ((seq - anchor) / gso_max + 1) * gso_max;
     let rest = boundary.min(end) - seq;
     if rest >= quota || boundary >= end {
@@ -1624,6 +1626,18 @@ mod tests {
             write_queue_head(930 * MSS, end, 0, buf, 45 * MSS),
             (45 * MSS, false),
             "grown into the last buffer, which keeps some"
+        );
+        // Buffers cut from an application's write: every 45 segments from there on; data
+        // behind the cut (sent again after a timeout) counts from its own start.
+        assert_eq!(
+            write_queue_head(50 * MSS, end, 47 * MSS, buf, 40 * MSS),
+            (42 * MSS, false),
+            "the head ends at the first cut after the anchor"
+        );
+        assert_eq!(
+            write_queue_head(10 * MSS, end, 47 * MSS, buf, 45 * MSS),
+            (45 * MSS, false),
+            "behind the anchor"
         );
     }
 
