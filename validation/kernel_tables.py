@@ -148,8 +148,13 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
     extra = ["--set", f"transport.snd_buf={segments * mss}B"] if segments else []
     if offloads:
         extra += ["--set", 'transport.gso="64KiB"', "--set", f"transport.mss={mss}B"]
+    # The shapers' lateness as the twin measured its distribution (older runs: the
+    # uniform bound with the same spread).
     noise = ksum.get("shaper_noise", {}).get("uniform_equivalent_us")
-    if noise:
+    lateness = ksum.get("shaper_noise", {}).get("lateness_us")
+    if lateness:
+        extra += ["--set", "ports.jitter=" + jitter_table(lateness)]
+    elif noise:
         extra += ["--set", f"ports.jitter={noise:.3f}us"]
     # The twin's links are htb shapers, which release a packet whole at the start of its
     # slot and charge it after.
@@ -169,7 +174,13 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
             "dcsim_other_seeds": more, "kernel_other_runs": kernel_more,
             "base_rtt_us": {"min": lo, "median": mid}, "snd_buf_segments": segments,
             "shaper_noise": ksum.get("shaper_noise"), "port_jitter_us": noise,
+            "port_lateness_us": lateness,
             "kernel_sndbuf_held_segments": held}
+
+
+def jitter_table(points: list) -> str:
+    """`ports.jitter` as a TOML table of (probability, lateness) points."""
+    return "[" + ", ".join(f'[{p}, "{us:.3f}us"]' for p, us in points) + "]"
 
 
 def verdicts(k: dict, d: dict) -> list[str]:

@@ -454,6 +454,7 @@ mod tests {
         .build()
         .unwrap();
         let rng = RngTree::new(0);
+        let noisy = shaper.is_some();
         let mut n =
             Network::with_jitter(&g, RoutingSpec::default(), shaper.map(|s| (s, &rng)), |p| {
                 let q = spec.build(&rng, u64::from(p.id.0), p.rate);
@@ -465,11 +466,7 @@ mod tests {
             })
             .unwrap();
         n.enable(Telemetry::QUEUE_DELAY);
-        assert!(
-            n.ports()
-                .iter()
-                .all(|p| p.is_fifo() == (fifo && shaper.is_none()))
-        );
+        assert!(n.ports().iter().all(|p| p.is_fifo() == (fifo && !noisy)));
         let routes: Vec<RouteId> = (0..3)
             .map(|i| n.flow_routes(u64::from(i), HostId(i), HostId(i + 3)).0)
             .collect();
@@ -624,11 +621,11 @@ mod tests {
         let sends: Vec<(u64, u32, u32, bool)> = (0..400u64).map(|_| (0, 0, 1538, false)).collect();
         let jitter = Dur::from_us(5);
         let shaper = Some(crate::Shaper {
-            jitter,
+            jitter: crate::Lateness::Uniform(jitter),
             release_at_start: false,
         });
         let (exact, _, _) = run_dumbbell_with(&spec, true, None, &sends);
-        let (noisy, stats, _) = run_dumbbell_with(&spec, true, shaper, &sends);
+        let (noisy, stats, _) = run_dumbbell_with(&spec, true, shaper.clone(), &sends);
         assert_eq!(exact.len(), 400);
         assert_eq!(noisy.len(), 400);
         assert!(stats.iter().all(|p| p.drops_total() == 0));
@@ -647,6 +644,72 @@ mod tests {
         assert_eq!(noisy, again, "the same streams, the same run");
     }
 
+    /// Every packet 50 µs late at every port, from a one-value distribution.
+    fn late_50us() -> Option<crate::Shaper> {
+        let us50 = Dur::from_us(50);
+        Some(crate::Shaper {
+            jitter: crate::Lateness::Quantiles(vec![(0.0, us50), (1.0, us50)].into()),
+            release_at_start: false,
+        })
+    }
+
+    /// A late packet keeps its place in the queue until it is handed on, as htb's queue
+    /// holds a packet until its timer fires: behind a buffer of one packet, a packet sent
+    /// 10 µs after another (whose transmission took 1.2 µs) is dropped when the first is
+    /// 50 µs late, and the first arrives 50 µs late at each of its three ports.
+    #[test]
+    fn a_late_packet_holds_its_place_in_the_queue() {
+        let spec = QdiscSpec::DropTail(qdisc::DropTailConfig {
+            buffer: Amount::Packets(1),
+        });
+        let sends = [(0, 0, 1538, false), (10_000_000, 0, 1538, false)];
+        let (exact, exact_stats, _) = run_dumbbell_with(&spec, false, None, &sends);
+        let (late, stats, _) = run_dumbbell_with(&spec, true, late_50us(), &sends);
+        assert_eq!(exact.len(), 2);
+        assert!(exact_stats.iter().all(|p| p.drops_total() == 0));
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert_eq!(late[0].2, 0);
+        assert_eq!(late[0].0, exact[0].0 + Dur::from_us(150));
+        assert_eq!(stats.iter().map(PortStats::drops_total).sum::<u64>(), 1);
+    }
+
+    /// Lateness longer than a transmission does not slow the link: the shaper catches up,
+    /// handing each next packet on at its own slot plus its lateness, so 20 back-to-back
+    /// packets, each 50 µs late at every port, arrive as far apart as on time.
+    #[test]
+    fn lateness_beyond_a_transmission_keeps_the_rate() {
+        let spec = QdiscSpec::DropTail(qdisc::DropTailConfig {
+            buffer: Amount::Packets(10_000),
+        });
+        let sends: Vec<(u64, u32, u32, bool)> = (0..20u64).map(|_| (0, 0, 1538, false)).collect();
+        // Evented ports on time: the noisy ports' own arithmetic (a FIFO port derives its
+        // starts from arrivals, which can round a picosecond apart at this odd rate).
+        let (exact, _, _) = run_dumbbell_with(&spec, false, None, &sends);
+        let (late, _, _) = run_dumbbell_with(&spec, true, late_50us(), &sends);
+        assert_eq!(late.len(), 20);
+        for (e, l) in exact.iter().zip(&late) {
+            assert_eq!(l.0, e.0 + Dur::from_us(150), "{l:?} against {e:?}");
+        }
+    }
+
+    /// The inverse of a measured distribution, linear between its points.
+    #[test]
+    fn lateness_quantiles_interpolate() {
+        let points = [(0.0, 0), (0.5, 10_000), (1.0, 100_000)];
+        assert_eq!(crate::port::inverse_cdf(&points, 0.0), 0);
+        assert_eq!(crate::port::inverse_cdf(&points, 0.25), 5_000);
+        assert_eq!(crate::port::inverse_cdf(&points, 0.5), 10_000);
+        assert_eq!(crate::port::inverse_cdf(&points, 0.75), 55_000);
+        assert!(crate::port::inverse_cdf(&points, 0.999_999) <= 100_000);
+        let check = |p: &[(f64, Dur)]| crate::Lateness::check(p);
+        let us = Dur::from_us;
+        assert_eq!(check(&[(0.0, us(0)), (1.0, us(5))]), Ok(()));
+        assert!(check(&[(0.0, us(0))]).is_err());
+        assert!(check(&[(0.1, us(0)), (1.0, us(5))]).is_err());
+        assert!(check(&[(0.0, us(0)), (0.5, us(5)), (0.5, us(6)), (1.0, us(7))]).is_err());
+        assert!(check(&[(0.0, us(9)), (1.0, us(5))]).is_err());
+    }
+
     /// Ports that release each packet at the start of its transmission (an emulator's
     /// shaper) deliver it one transmission time earlier per port it crosses than a wire
     /// does, and keep the links' rates and the order: of 100 back-to-back 1,538-byte
@@ -660,11 +723,11 @@ mod tests {
         });
         let sends: Vec<(u64, u32, u32, bool)> = (0..100u64).map(|_| (0, 0, 1538, false)).collect();
         let shaper = Some(crate::Shaper {
-            jitter: Dur::ZERO,
+            jitter: crate::Lateness::Uniform(Dur::ZERO),
             release_at_start: true,
         });
         let (wire, _, _) = run_dumbbell_with(&spec, true, None, &sends);
-        let (shaped, stats, _) = run_dumbbell_with(&spec, true, shaper, &sends);
+        let (shaped, stats, _) = run_dumbbell_with(&spec, true, shaper.clone(), &sends);
         assert_eq!(wire.len(), 100);
         assert_eq!(shaped.len(), 100);
         assert!(stats.iter().all(|p| p.drops_total() == 0));

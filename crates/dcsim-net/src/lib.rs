@@ -30,7 +30,7 @@ pub mod wire;
 use dcsim_engine::{Rate, Time, define_id};
 
 pub use cross::Crossed;
-pub use network::{BuildError, Captured, Network, Shaper};
+pub use network::{BuildError, Captured, Lateness, Network, Shaper};
 pub use nic::DEFAULT_TX_BUDGET_BYTES;
 pub use packet::{
     Class, Ecn, FlowId, IpBits, Packet, PacketExt, PacketId, PacketPool, RateStamp, bytes16,

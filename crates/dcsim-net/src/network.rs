@@ -22,15 +22,77 @@ pub(crate) struct Node {
 }
 
 /// What every port of a noisy network does besides serializing ([`Network::with_jitter`]):
-/// the most lateness it adds to each packet, and whether it releases each packet whole
-/// when its transmission starts, as an emulator's software shaper does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// how late it hands each packet on, and whether it releases each packet whole when its
+/// transmission starts, as an emulator's software shaper does.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Shaper {
-    /// Each packet reaches the far end late by up to this (uniform).
-    pub jitter: Dur,
+    /// How late each packet is handed on.
+    pub jitter: Lateness,
     /// Each packet reaches the far end a propagation delay after its transmission
     /// started, not after its last bit.
     pub release_at_start: bool,
+}
+
+/// How late a noisy port hands each packet on ([`crate::PortNoise`]), drawn for each packet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lateness {
+    /// Uniform in [0, the duration].
+    Uniform(Dur),
+    /// A measured distribution, as points (probability, lateness) of its inverse
+    /// cumulative distribution, linear between them: probabilities rise from 0 to 1,
+    /// latenesses do not fall ([`Lateness::check`]).
+    Quantiles(std::sync::Arc<[(f64, Dur)]>),
+}
+
+impl Default for Lateness {
+    fn default() -> Self {
+        Self::Uniform(Dur::ZERO)
+    }
+}
+
+impl Lateness {
+    /// Whether every packet is on time.
+    pub fn is_zero(&self) -> bool {
+        match self {
+            Self::Uniform(d) => *d == Dur::ZERO,
+            Self::Quantiles(q) => q.iter().all(|&(_, d)| d == Dur::ZERO),
+        }
+    }
+
+    /// What is wrong with a distribution's points, if anything.
+    pub fn check(points: &[(f64, Dur)]) -> Result<(), String> {
+        if points.len() < 2 {
+            return Err(format!("needs at least 2 points, has {}", points.len()));
+        }
+        let (first, last) = (points[0].0, points[points.len() - 1].0);
+        // Exact by definition: the distribution starts at probability 0 and ends at 1.
+        #[allow(clippy::float_cmp)]
+        if first != 0.0 || last != 1.0 {
+            return Err(format!(
+                "its probabilities must run from 0 to 1, not {first} to {last}"
+            ));
+        }
+        for (i, w) in points.windows(2).enumerate() {
+            // (NaN fails too.)
+            if w[1].0.partial_cmp(&w[0].0) != Some(std::cmp::Ordering::Greater) {
+                return Err(format!(
+                    "probabilities must rise: point {} ({}) after {}",
+                    i + 1,
+                    w[1].0,
+                    w[0].0
+                ));
+            }
+            if w[1].1 < w[0].1 {
+                return Err(format!(
+                    "latenesses must not fall: point {} ({}) after {}",
+                    i + 1,
+                    w[1].1,
+                    w[0].1
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The built network: nodes, ports, routes. Owned by the world; no global state.
@@ -96,7 +158,7 @@ impl Network {
     }
 
     /// [`Network::new`] with timing noise on every port: with `shaper = Some((s, rng))`,
-    /// each port delays each packet's arrival by up to `s.jitter`, and with
+    /// each port hands each packet on late by a time drawn from `s.jitter`, and with
     /// `s.release_at_start` hands each packet on whole when its transmission starts (see
     /// [`crate::PortNoise`]), drawing from its own stream of `rng` (`"port-jitter"`, the
     /// port's index).
@@ -150,11 +212,12 @@ impl Network {
                     NodeId::new(from),
                     NodeId::new(to),
                     host_of_node[to],
-                    shaper.map(|(shaper, rng)| {
-                        let noise = PortNoise::new(
-                            shaper.jitter,
-                            rng.stream("port-jitter", u64::from(id.0)),
-                        );
+                    shaper.as_ref().map(|(shaper, rng)| {
+                        let rng = rng.stream("port-jitter", u64::from(id.0));
+                        let noise = match &shaper.jitter {
+                            Lateness::Uniform(max) => PortNoise::new(*max, rng),
+                            Lateness::Quantiles(q) => PortNoise::with_quantiles(q, rng),
+                        };
                         if shaper.release_at_start {
                             noise.released_at_start()
                         } else {

@@ -30,11 +30,13 @@
 //! packet path: two dispatched calls per hop fewer (the dumbbell benchmark 7.5 % fewer
 //! instructions), and the discipline's line is not touched.
 //!
-//! **Timing noise** ([`PortNoise`], scenario key `ports.jitter`). A port may deliver each
-//! packet late by a random time, as an emulator's software shaper does (htb releases a
-//! packet when its timer fires, after the packet's tokens were due, and catches up with
-//! the next one from its bucket): the lateness delays the arrival at the far end and not
-//! the link's schedule, so the rate is kept, and arrivals keep their order. Such a shaper
+//! **Timing noise** ([`PortNoise`], scenario key `ports.jitter`). A port may hand each
+//! packet on late by a random time, as an emulator's software shaper does: htb takes a
+//! packet out of its queue when its timer fires, after the packet's tokens were due, and
+//! catches up with the next one from its bucket. The packet keeps its place in the queue
+//! (and counts against the buffer) until it is handed on, and reaches the far end that
+//! much later; the link's schedule is kept, so the rate is, and arrivals keep their order.
+//! Such a shaper
 //! also releases each packet whole when its turn comes and charges its tokens after (key
 //! `ports.release = "start"`): the link stays busy for the packet's transmission time, but
 //! the packet reaches the far end a propagation delay after its transmission started,
@@ -201,14 +203,34 @@ impl MaybeHost {
     }
 }
 
-/// A port's timing noise: each packet reaches the far end late by a time drawn uniformly
-/// from [0, `max`] from the port's own random stream, and, as a software shaper releases
-/// it, possibly whole at the start of its transmission (see the module documentation).
+/// A port's timing noise: each packet is handed on late by a time drawn uniformly from [0,
+/// `max`], or from a measured distribution, from the port's own random stream, and, as a
+/// software shaper releases it, possibly whole at the start of its transmission (see the
+/// module documentation).
 #[derive(Clone, Debug)]
 pub struct PortNoise {
     max_ps: u64,
+    /// A measured distribution instead: (probability, picoseconds) points of its inverse
+    /// cumulative distribution.
+    quantiles: Option<Box<[(f64, u64)]>>,
     at_start: bool,
     rng: Rng,
+    /// The release the port waits for, if any: the head packet leaves the queue late.
+    hold: Option<Hold>,
+    /// When each queued packet arrived, oldest first (exact for a FIFO discipline; for
+    /// another, the oldest arrival, never later than the next packet's): a shaper that
+    /// catches up starts the next packet's slot when the one before ended or when it
+    /// arrived, whichever is later.
+    arrivals: VecDeque<Time>,
+}
+
+/// A transmission whose start is due but whose packet is still queued: it is taken out of
+/// the queue at `release`, and its transmission counts from `start` (the link's schedule).
+#[derive(Clone, Copy, Debug)]
+struct Hold {
+    start: Time,
+    release: Time,
+    late: Late,
 }
 
 /// When a noisy port's packet reaches the far end: `by` after its last bit would, or with
@@ -224,8 +246,22 @@ impl PortNoise {
     pub fn new(max: Dur, rng: Rng) -> Self {
         Self {
             max_ps: max.as_ps(),
+            quantiles: None,
             at_start: false,
             rng,
+            hold: None,
+            arrivals: VecDeque::new(),
+        }
+    }
+
+    /// Lateness drawn from a measured distribution: `points` (probability, lateness) of its
+    /// inverse cumulative distribution, linear between them ([`crate::Lateness::check`]
+    /// says what they must be).
+    pub fn with_quantiles(points: &[(f64, Dur)], rng: Rng) -> Self {
+        debug_assert_eq!(crate::Lateness::check(points), Ok(()));
+        Self {
+            quantiles: Some(points.iter().map(|&(p, d)| (p, d.as_ps())).collect()),
+            ..Self::new(Dur::ZERO, rng)
         }
     }
 
@@ -243,7 +279,9 @@ impl PortNoise {
     /// stream untouched.
     #[inline]
     fn draw(&mut self) -> Late {
-        let by = if self.max_ps == 0 {
+        let by = if let Some(q) = &self.quantiles {
+            Dur::from_ps(inverse_cdf(q, self.rng.random::<f64>()))
+        } else if self.max_ps == 0 {
             Dur::ZERO
         } else {
             Dur::from_ps(self.rng.random_range(0..=self.max_ps))
@@ -253,6 +291,17 @@ impl PortNoise {
             at_start: self.at_start,
         }
     }
+}
+
+/// The value at probability `u` (in [0, 1)) of an inverse cumulative distribution given as
+/// points (probability, value) from 0 to 1, linear between them.
+pub(crate) fn inverse_cdf(points: &[(f64, u64)], u: f64) -> u64 {
+    let i = points
+        .partition_point(|&(p, _)| p <= u)
+        .clamp(1, points.len() - 1);
+    let ((p0, v0), (p1, v1)) = (points[i - 1], points[i]);
+    let frac = ((u - p0) / (p1 - p0)).clamp(0.0, 1.0);
+    v0 + ((v1 - v0) as f64 * frac) as u64
 }
 
 /// A discipline's [`Thresholds`] as a FIFO port applies them to its backlog: each amount
@@ -658,6 +707,9 @@ impl Port {
                         let p = pool.get_mut(pkt);
                         p.queue_delay_ns = p.queue_delay_ns.wrapping_sub(now.as_ns() as u32);
                     }
+                    if let Some(n) = self.noise.as_deref_mut() {
+                        n.arrivals.push_back(now);
+                    }
                     if now >= self.busy_until {
                         self.try_transmit(now, pool)
                     } else {
@@ -887,9 +939,45 @@ impl Port {
     }
 
     /// The transmitter of a port that is not a FIFO port is free at `now`: start the next
-    /// eligible packet, if any.
+    /// eligible packet, if any. On a noisy port the packet is taken out of the queue only
+    /// when its lateness has passed ([`Hold`]), and its transmission counts from when it
+    /// was due.
     #[inline]
     fn try_transmit(&mut self, now: Time, pool: &mut PacketPool) -> PortSched {
+        let mut start = now;
+        let mut late = None;
+        if let Some(n) = self.noise.as_deref_mut() {
+            match n.hold {
+                Some(h) if now < h.release => {
+                    let release = h.release;
+                    return PortSched {
+                        ready_at: self.want_event(release),
+                        arrive_at: None,
+                    };
+                }
+                Some(h) => {
+                    (start, late) = (h.start, Some(h.late));
+                    n.hold = None;
+                }
+                None if self.backlog_pkts > 0 => {
+                    let l = n.draw();
+                    if l.by > Dur::ZERO {
+                        let release = now + l.by;
+                        n.hold = Some(Hold {
+                            start: now,
+                            release,
+                            late: l,
+                        });
+                        return PortSched {
+                            ready_at: self.want_event(release),
+                            arrive_at: None,
+                        };
+                    }
+                    late = Some(l);
+                }
+                None => {}
+            }
+        }
         let mut cx = QdiscCx {
             now,
             line_rate: self.rate,
@@ -916,12 +1004,35 @@ impl Port {
             p.queue_delay_ns = p.queue_delay_ns.wrapping_add(now.as_ns() as u32);
         }
         self.started(now, size, class);
-        let late = self.noise.as_mut().map(|n| n.draw());
-        let (done, arrive_at) = self.put_on_link(now, pkt, size, class, late);
-        let ready_at = if self.backlog_pkts > 0 {
-            self.want_event(done)
-        } else {
+        if let Some(n) = self.noise.as_deref_mut() {
+            // Packets the discipline dropped inside leave no arrival behind.
+            while n.arrivals.len() > self.backlog_pkts as usize {
+                n.arrivals.pop_front();
+            }
+        }
+        let (done, arrive_at) = self.put_on_link(start, pkt, size, class, late);
+        let ready_at = if self.backlog_pkts == 0 {
             None
+        } else if let Some(n) = self.noise.as_deref_mut()
+            && done < now
+        {
+            // Released later than its own transmission time: the shaper catches up, and
+            // the next packet is due when this one's transmission ended, or when it
+            // arrived if that was later.
+            let next = done.max(n.arrivals.front().copied().unwrap_or(done));
+            let l = n.draw();
+            let release = (next + l.by).max(now);
+            n.hold = Some(Hold {
+                start: next,
+                release,
+                late: Late {
+                    by: release - next,
+                    ..l
+                },
+            });
+            self.want_event(release)
+        } else {
+            self.want_event(done)
         };
         PortSched {
             ready_at,

@@ -56,9 +56,9 @@ mod world;
 
 pub use results::{Results, label};
 pub use scenario::{
-    ConfigError, EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, OutputSpec,
-    PortsSpec, Release, SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec,
-    default_nic, default_queue, port_by_label,
+    ConfigError, EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, Jitter,
+    OutputSpec, PortsSpec, Release, SCHEMA_VERSION, Scenario, ScenarioSpec, SimSpec,
+    TimeseriesSpec, TraceSpec, default_nic, default_queue, port_by_label,
 };
 pub use unloaded::unloaded_fct;
 pub use world::{Event, RunProgress, RunStats, World};

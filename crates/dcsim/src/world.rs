@@ -185,11 +185,12 @@ impl World {
         let (queue, nic) = scenario.ports();
         let shaper = spec
             .ports
+            .as_ref()
             .map(|p| Shaper {
-                jitter: p.jitter,
+                jitter: p.jitter.lateness(),
                 release_at_start: p.release == Release::Start,
             })
-            .filter(|s| s.jitter > Dur::ZERO || s.release_at_start)
+            .filter(|s| !s.jitter.is_zero() || s.release_at_start)
             .map(|s| (s, &rng));
         let mut net = Network::with_jitter(&scenario.graph, spec.routing, shaper, |p| {
             if p.on_host {

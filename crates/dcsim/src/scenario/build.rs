@@ -10,8 +10,8 @@ use dcsim_net::{Graph, HostId, TopologySpec};
 use dcsim_transport::{FlowSpec, Needs, TransportSpec};
 
 use super::{
-    ConfigError, FlowKeyword, FlowSelection, Scenario, ScenarioSpec, SimSpec, SourceParams,
-    TraceSpec,
+    ConfigError, FlowKeyword, FlowSelection, Jitter, PortsSpec, Scenario, ScenarioSpec, SimSpec,
+    SourceParams, TraceSpec,
 };
 
 impl ScenarioSpec {
@@ -365,6 +365,13 @@ fn resolve_ports(
     transports: &[TransportSpec],
 ) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
+    if let Some(PortsSpec {
+        jitter: Jitter::Quantiles(points),
+        ..
+    }) = &spec.ports
+    {
+        dcsim_net::Lateness::check(points).map_err(|e| format!("ports.jitter: {e}"))?;
+    }
     let needs = |f: fn(&Needs) -> Option<(PortFeatures, &'static str)>| {
         transports
             .iter()

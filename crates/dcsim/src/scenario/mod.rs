@@ -24,7 +24,7 @@ use dcsim_workload::{FlowSource, GeneratorSpec, SourceCx};
 pub use build::port_by_label;
 pub(crate) use build::{FLOW_BYTES, memory_limit};
 pub use spec::{
-    EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, Origin, OutputSpec,
+    EventsSpec, FlowEntry, FlowKeyword, FlowSelection, GeneratorEntry, Jitter, Origin, OutputSpec,
     PortsSpec, Release, SCHEMA_VERSION, ScenarioSpec, SimSpec, TimeseriesSpec, TraceSpec,
     default_nic, default_queue,
 };

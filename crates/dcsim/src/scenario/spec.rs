@@ -152,15 +152,15 @@ pub struct SimSpec {
 }
 
 /// What every port does besides its queue discipline (`[ports]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PortsSpec {
-    /// Timing noise (default 0): each port delivers each packet late by a time drawn
-    /// uniformly from [0, `jitter`], from its own random stream, without slowing its link,
-    /// as an emulator's software shaper does ([`dcsim_net::PortNoise`]). Ports with noise
-    /// run their queues event by event.
+    /// Timing noise (default 0): each port hands each packet on late, keeping it in its
+    /// queue until then, by a time drawn from its own random stream, without slowing its
+    /// link, as an emulator's software shaper does ([`dcsim_net::PortNoise`]). Ports with
+    /// noise run their queues event by event.
     #[serde(default)]
-    pub jitter: Dur,
+    pub jitter: Jitter,
     /// When a packet reaches the far end (default `end`): after its last bit, as on a
     /// wire, or with `start` a propagation delay after its transmission started, the link
     /// still busy for its transmission time, as an emulator's token-bucket shaper (htb on
@@ -168,6 +168,38 @@ pub struct PortsSpec {
     /// queues event by event.
     #[serde(default, skip_serializing_if = "Release::is_end")]
     pub release: Release,
+}
+
+/// How late a port hands each packet on (`ports.jitter`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "expected a duration (\"20us\": uniform lateness up to it) or a list of [probability, \
+                 duration] points of a measured lateness's distribution, probabilities from 0 \
+                 to 1 (e.g. [[0, \"0us\"], [0.99, \"20us\"], [1, \"80us\"]])"
+)]
+pub enum Jitter {
+    /// Uniform in [0, the duration].
+    Uniform(Dur),
+    /// Points (probability, lateness) of the inverse cumulative distribution, linear
+    /// between them.
+    Quantiles(Vec<(f64, Dur)>),
+}
+
+impl Default for Jitter {
+    fn default() -> Self {
+        Self::Uniform(Dur::ZERO)
+    }
+}
+
+impl Jitter {
+    /// The network's form of it.
+    pub fn lateness(&self) -> dcsim_net::Lateness {
+        match self {
+            Self::Uniform(d) => dcsim_net::Lateness::Uniform(*d),
+            Self::Quantiles(q) => dcsim_net::Lateness::Quantiles(q.as_slice().into()),
+        }
+    }
 }
 
 /// When a port's packet reaches the far end (`ports.release`).
