@@ -36,12 +36,11 @@
 //! catches up with the next one from its bucket. The packet keeps its place in the queue
 //! (and counts against the buffer) until it is handed on, and reaches the far end that
 //! much later; the link's schedule is kept, so the rate is, and arrivals keep their order.
-//! Such a shaper
-//! also releases each packet whole when its turn comes and charges its tokens after (key
-//! `ports.release = "start"`): the link stays busy for the packet's transmission time, but
-//! the packet reaches the far end a propagation delay after its transmission started,
-//! which matters for the 64 KB super-packets of an emulator with segmentation offloads (5
-//! ms at 100 Mb/s). A noisy port runs its queue event by event (no FIFO fast path: a FIFO
+//! Such a shaper also releases each packet whole when its turn comes and charges its
+//! tokens after (key `ports.release = "start"`): the link stays busy for the packet's
+//! transmission time, but the packet reaches the far end a propagation delay after its
+//! transmission started, which matters for the 64 KB super-packets of an emulator with
+//! segmentation offloads (5 ms at 100 Mb/s). A noisy port runs its queue event by event (no FIFO fast path: a FIFO
 //! port derives each start from its arrival time).
 
 use std::collections::VecDeque;
