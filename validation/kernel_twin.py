@@ -1839,8 +1839,9 @@ def shaper_noise(frames: list, rate_bps: int, label: str, mtu: int) -> dict:
     cumulative distribution, for dcsim's `ports.jitter` table: within each backlogged
     stretch a frame's time less the charges of the frames before it is its slot plus its
     lateness, and the lateness is that less the least of it over the 65 frames around it
-    (the slot's own time cancels; the least of 65 is, in the kernel's runs, within a
-    microsecond of on time). Only frames with 32 backlogged frames on either side count."""
+    (the slot's own time cancels, and the earliest of 65 frames stands for on time, so the
+    figures read low by the least lateness among 65: 0.3 µs on U[0, 20 µs] in the
+    self-test). Only frames with 32 backlogged frames on either side count."""
     overhead = 38  # Ethernet header, FCS, preamble and gap: frame bytes from IP bytes
     def charge_ns(length: int) -> float:
         return (length + overhead) * 8e9 / rate_bps
