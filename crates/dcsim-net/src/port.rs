@@ -706,10 +706,20 @@ impl Port {
                         let p = pool.get_mut(pkt);
                         p.queue_delay_ns = p.queue_delay_ns.wrapping_sub(now.as_ns() as u32);
                     }
-                    if let Some(n) = self.noise.as_deref_mut() {
-                        n.arrivals.push_back(now);
-                    }
-                    if now >= self.busy_until {
+                    // A noisy port holding a release has its event at that release.
+                    let held = match self.noise.as_deref_mut() {
+                        Some(n) => {
+                            n.arrivals.push_back(now);
+                            n.hold.is_some()
+                        }
+                        None => false,
+                    };
+                    if held {
+                        PortSched {
+                            ready_at: None,
+                            arrive_at: None,
+                        }
+                    } else if now >= self.busy_until {
                         self.try_transmit(now, pool)
                     } else {
                         PortSched {
@@ -1012,12 +1022,11 @@ impl Port {
         let (done, arrive_at) = self.put_on_link(start, pkt, size, class, late);
         let ready_at = if self.backlog_pkts == 0 {
             None
-        } else if let Some(n) = self.noise.as_deref_mut()
-            && done < now
-        {
-            // Released later than its own transmission time: the shaper catches up, and
-            // the next packet is due when this one's transmission ended, or when it
-            // arrived if that was later.
+        } else if let Some(n) = self.noise.as_deref_mut() {
+            // The next packet is due when this one's transmission ends, or when it arrived
+            // if that was later; it is handed on its lateness after that, or now if this
+            // one was released later still (the shaper catches up). Drawn now, so that a
+            // packet costs one event at this port, its release.
             let next = done.max(n.arrivals.front().copied().unwrap_or(done));
             let l = n.draw();
             let release = (next + l.by).max(now);
