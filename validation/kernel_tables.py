@@ -7,6 +7,10 @@ target; `--json FILE` keeps every figure.
 
     sudo python3 validation/kernel_tables.py [--quick] [--seeds N] [--kernel-runs M] [--json out.json] [--dcsim BIN]
 
+Two dcsim builds against one kernel run: keep the run's folders with `--work DIR`, then run
+again with the other build, `--work DIR --reuse-kernel`, which takes the kernel's side (and
+the path measured on it) from DIR instead of running it again.
+
 Set-ups (a star at 100 Mb/s, its port to host 0 drop-tail of 100, 1,000 or 3,000 packets):
 
 - long flows: 2 or 3 CUBIC or Reno flows into host 0 for 60 s (`--quick`: 20 s, the
@@ -119,29 +123,13 @@ def run(cmd: list[str]) -> None:
         sys.exit(f"failed: {' '.join(cmd)}\n{done.stderr.strip()}")
 
 
-def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
-                 offloads: bool = False, seeds: int = 1, kernel_runs: int = 1) -> dict:
-    path = work / f"{name}.toml"
-    path.write_text(text)
-    kernel = work / f"{name}-kernel"
-    twin = [sys.executable, str(TWIN), str(path), "--dcsim", dcsim, "-q"] \
-        + (["--offloads"] if offloads else [])
-    run(twin + ["--out", str(kernel)])
-    ksum = json.load(open(kernel / "summary.json"))
-    # The kernel again: some set-ups have more than one outcome there too. dcsim's side
-    # runs on the first run's measured path.
-    kernel_more = []
-    for index in range(2, kernel_runs + 1):
-        out = work / f"{name}-kernel-run{index}"
-        run(twin + ["--out", str(out)])
-        kernel_more.append(figures(out, seconds))
+def measured_path(ksum: dict, offloads: bool) -> list[str]:
+    """dcsim's `--set` arguments for the path the twin measured (its summary.json): link
+    delays, the stack's and the shapers' noise, htb's release, the send buffer."""
     rtt = ksum["base_rtt"]
     lo, mid = rtt["min_us"], rtt["median_us"]
     # dcsim's send buffer holds as many segments as the kernel's does.
-    held = [f["tcp_info"]["unacked"] + f["tcp_info"]["notsent_bytes"] // f["tcp_info"]["snd_mss"]
-            for f in ksum["flows"] if f.get("tcp_info", {}).get("sndbuf_limited")]
     segments = SNDBUF_SEGMENTS_OFFLOADS if offloads else SNDBUF_SEGMENTS
-    sim = work / f"{name}-dcsim"
     # With offloads the super-packets' make-up depends on the bytes of a segment: dcsim
     # sends the kernel's 1,448 B of payload (the timestamps option takes 12 of 1,460).
     mss = 1448 if offloads else 1460
@@ -158,9 +146,46 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
         extra += ["--set", f"ports.jitter={noise:.3f}us"]
     # The twin's links are htb shapers, which release a packet whole at the start of its
     # slot and charge it after.
-    path_sets = ["--set", f"topology.host_link.delay={lo / 4:.3f}us",
-                 "--set", f"transport.stack_jitter={max(0.0, mid - lo):.3f}us",
-                 "--set", 'ports.release="start"'] + extra
+    return ["--set", f"topology.host_link.delay={lo / 4:.3f}us",
+            "--set", f"transport.stack_jitter={max(0.0, mid - lo):.3f}us",
+            "--set", 'ports.release="start"'] + extra
+
+
+def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
+                 offloads: bool = False, seeds: int = 1, kernel_runs: int = 1,
+                 reuse_kernel: bool = False) -> dict:
+    path = work / f"{name}.toml"
+    path.write_text(text)
+    kernel = work / f"{name}-kernel"
+    twin = [sys.executable, str(TWIN), str(path), "--dcsim", dcsim, "-q"] \
+        + (["--offloads"] if offloads else [])
+
+    def kernel_run(out: Path) -> None:
+        if reuse_kernel:
+            if not (out / "summary.json").is_file():
+                sys.exit(f"--reuse-kernel: {out} holds no kernel run (run once without it)")
+        else:
+            run(twin + ["--out", str(out)])
+
+    kernel_run(kernel)
+    ksum = json.load(open(kernel / "summary.json"))
+    # The kernel again: some set-ups have more than one outcome there too. dcsim's side
+    # runs on the first run's measured path.
+    kernel_more = []
+    for index in range(2, kernel_runs + 1):
+        out = work / f"{name}-kernel-run{index}"
+        kernel_run(out)
+        kernel_more.append(figures(out, seconds))
+    rtt = ksum["base_rtt"]
+    lo, mid = rtt["min_us"], rtt["median_us"]
+    # What the kernel's flows held in their send buffer, where it held them back (TCP_INFO).
+    held = [f["tcp_info"]["unacked"] + f["tcp_info"]["notsent_bytes"] // f["tcp_info"]["snd_mss"]
+            for f in ksum["flows"] if f.get("tcp_info", {}).get("sndbuf_limited")]
+    segments = SNDBUF_SEGMENTS_OFFLOADS if offloads else SNDBUF_SEGMENTS
+    noise = ksum.get("shaper_noise", {}).get("uniform_equivalent_us")
+    lateness = ksum.get("shaper_noise", {}).get("lateness_us")
+    sim = work / f"{name}-dcsim"
+    path_sets = measured_path(ksum, offloads)
     run([dcsim, "run", str(path), "--out", str(sim), "--quiet"] + path_sets)
     # The same measured path with dcsim's other seeds: one run decides a row by one draw of
     # dcsim's noise.
@@ -244,12 +269,20 @@ def main() -> int:
                          "seeds meet every target against some kernel run)")
     ap.add_argument("--only", metavar="NAME", action="append",
                     help="run only this set-up (e.g. 2MB-reno-3000pkts); repeatable")
+    ap.add_argument("--work", type=Path, metavar="DIR",
+                    help="keep every run's folder here (default: a temporary folder)")
+    ap.add_argument("--reuse-kernel", action="store_true",
+                    help="take the kernel's runs from --work instead of running them again")
     a = ap.parse_args()
+    if a.reuse_kernel and not a.work:
+        ap.error("--reuse-kernel needs --work DIR, the folder of an earlier run")
     buffers = [1000] if a.quick else [100, 1000, 3000]
     seconds = 20 if a.quick else 60
     results = {}
+    if a.work:
+        a.work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kernel-tables-") as tmp:
-        work = Path(tmp)
+        work = a.work or Path(tmp)
         for buffer in buffers:
             for cc in ("cubic", "reno"):
                 for n in (2, 3):
@@ -258,7 +291,7 @@ def main() -> int:
                         continue
                     print(f"running {name} ...", file=sys.stderr)
                     results[name] = side_by_side(name, scenario(n + 1, buffer, cc, seconds, 0), seconds, a.dcsim, work,
-                                                 a.offloads, a.seeds, a.kernel_runs)
+                                                 a.offloads, a.seeds, a.kernel_runs, a.reuse_kernel)
                 fct_n = 3 if a.quick else 10
                 name = f"2MB-{cc}-{buffer}pkts"
                 secs = 10 + 4 * fct_n + 6
@@ -266,7 +299,7 @@ def main() -> int:
                     continue
                 print(f"running {name} ...", file=sys.stderr)
                 results[name] = side_by_side(name, scenario(4, buffer, cc, secs, fct_n), secs, a.dcsim, work,
-                                          a.offloads, a.seeds, a.kernel_runs)
+                                          a.offloads, a.seeds, a.kernel_runs, a.reuse_kernel)
     print("| set-up | queue, kernel: mean (p1/p50/p99), packets | dcsim | drops/min, kernel / dcsim | "
           "timeouts | retransmits | Jain (long flows) | 2 MB FCT, kernel (ms) | dcsim | targets |")
     print("|---|---|---|---|---|---|---|---|---|---|")

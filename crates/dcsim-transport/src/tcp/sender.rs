@@ -81,23 +81,30 @@ struct Prr {
     /// Bytes counted as delivered by duplicate ACKs since `snd_una` last advanced (taken
     /// off the next advance, which acknowledges them again).
     dup_delivered: u64,
+    /// Linux sends at least one segment on the first ACK of a reduction that delivered
+    /// something ("force a fast retransmit upon entering fast recovery").
+    force_first: bool,
 }
 
 impl Prr {
     /// RFC 6937 §3 on an ACK that delivered `delivered` bytes with `pipe` bytes still in
     /// flight: while the flight is above the target, send in proportion to what was
     /// delivered (ssthresh/RecoverFS of it); below it, slow-start back up to the target but
-    /// never more than one segment beyond what was delivered (PRR-SSRB).
-    fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64) {
+    /// never more than what was delivered, plus one segment where `extra` (PRR-SSRB).
+    fn on_ack(&mut self, delivered: u64, pipe: u64, mss: u64, extra: bool) {
         self.delivered += delivered;
         self.sndcnt = if pipe > self.ssthresh {
             (self.delivered * self.ssthresh)
                 .div_ceil(self.recover_fs)
                 .saturating_sub(self.out)
         } else {
-            let limit = self.delivered.saturating_sub(self.out).max(delivered) + mss;
+            let limit = self.delivered.saturating_sub(self.out).max(delivered)
+                + if extra { mss } else { 0 };
             (self.ssthresh - pipe).min(limit)
         };
+        if self.force_first && self.out == 0 && delivered > 0 {
+            self.sndcnt = self.sndcnt.max(1);
+        }
     }
 
     /// Records `bytes` sent.
@@ -882,8 +889,14 @@ impl TcpSender {
                     self.start_prr(self.snd_nxt - self.snd_una, end, 0);
                 }
             }
-            // Without SACK, after an advance every unacknowledged byte counts as in flight.
-            self.prr_update(delivered, self.snd_nxt - self.snd_una);
+            // Without SACK, after an advance every unacknowledged byte counts as in flight;
+            // a partial acknowledgement marks the next hole lost, as Linux marks the head.
+            self.prr_update(
+                delivered,
+                self.snd_nxt - self.snd_una,
+                true,
+                self.in_recovery,
+            );
             let sample = AckSample {
                 now,
                 acked_bytes: acked,
@@ -929,7 +942,7 @@ impl TcpSender {
             if self.in_recovery {
                 if let Some(prr) = &mut self.prr {
                     prr.dup_delivered += self.mss;
-                    prr.on_ack(self.mss, pipe, self.mss);
+                    prr.on_ack(self.mss, pipe, self.mss, !self.linux_reduction);
                 } else {
                     self.inflation += self.mss;
                 }
@@ -945,7 +958,7 @@ impl TcpSender {
                 if self.prr_enabled {
                     // The three duplicate ACKs' segments will be acknowledged again.
                     self.start_prr(self.snd_nxt - self.snd_una, self.high_tx, 3 * self.mss);
-                    self.prr_update(self.mss, pipe);
+                    self.prr_update(self.mss, pipe, false, true);
                 } else {
                     self.inflation = 3 * self.mss;
                 }
@@ -1026,6 +1039,7 @@ impl TcpSender {
         }
         // Loss detection: RACK (RFC 8985 §6.2) or RFC 6675's duplicate threshold. After a
         // timeout everything outstanding is already marked.
+        let mut newly_lost = false;
         if !self.in_loss {
             // RACK looks again only when an ACK moved its reference (Linux's
             // `tcp_rack_mark_lost`); segments still inside their window wait for the
@@ -1052,12 +1066,13 @@ impl TcpSender {
             // a loss, so a recovery that ends with some outstanding (lost, and perhaps
             // resent, after the recovery began) starts the next one at once, with its own
             // reduction: behind a queue that keeps dropping, cuts follow one another.
+            newly_lost = marked > 0;
             let proven = marked > 0 || (self.linux_reduction && self.board.lost_bytes() > 0);
             if proven && !self.in_recovery {
                 self.enter_recovery(now, flight_before);
             }
         }
-        self.prr_update(res.delivered, self.board.pipe());
+        self.prr_update(res.delivered, self.board.pipe(), acked > 0, newly_lost);
         if acked > 0 {
             self.controller_ack(p, acked, ece, rtt, round_start, now);
             if self.snd_una >= cx.shared.limit_bytes {
@@ -1220,6 +1235,7 @@ impl TcpSender {
             sndcnt: 0,
             end,
             dup_delivered,
+            force_first: self.linux_reduction,
         });
     }
 
@@ -1229,11 +1245,16 @@ impl TcpSender {
         snd_nxt + u64::from(self.linux_reduction)
     }
 
-    /// The current reduction, if any, on an ACK (see [`Prr::on_ack`]).
-    fn prr_update(&mut self, delivered: u64, pipe: u64) {
+    /// The current reduction, if any, on an ACK (see [`Prr::on_ack`]) that moved
+    /// `snd_una` (`advanced`) and found `newly_lost` segments lost. RFC 6937's slow start
+    /// below the target always allows one segment more than was delivered; Linux (since
+    /// 5.19, `tcp_cwnd_reduction`) only on an ACK that moves `snd_una` and marks no new
+    /// loss, so that a recovery that keeps losing does not grow back into the loss.
+    fn prr_update(&mut self, delivered: u64, pipe: u64, advanced: bool, newly_lost: bool) {
         let mss = self.mss;
+        let extra = !self.linux_reduction || (advanced && !newly_lost);
         if let Some(prr) = &mut self.prr {
-            prr.on_ack(delivered, pipe, mss);
+            prr.on_ack(delivered, pipe, mss, extra);
         }
     }
 
@@ -1349,7 +1370,10 @@ impl TcpSender {
             if !self.in_recovery {
                 self.enter_recovery(now, flight);
             }
-            self.prr_update(0, self.board.pipe());
+            // Linux counts one segment delivered here (`tcp_cwnd_reduction(sk, 1, 0, 0)`),
+            // without the extra one; RFC 6937 counts none, with it.
+            let delivered = if self.linux_reduction { self.mss } else { 0 };
+            self.prr_update(delivered, self.board.pipe(), false, false);
             self.try_send(cx);
         }
     }
@@ -1506,6 +1530,7 @@ mod tests {
             sndcnt: 0,
             end: 0,
             dup_delivered: 0,
+            force_first: false,
         }
     }
 
@@ -1561,7 +1586,7 @@ mod tests {
         let mut pipe = 19 * MSS; // one segment lost
         let mut sent = Vec::new();
         for _ in 0..18 {
-            p.on_ack(MSS, pipe, MSS);
+            p.on_ack(MSS, pipe, MSS, true);
             let n = p.sndcnt.div_ceil(MSS); // the sender rounds up to whole segments
             p.sent(n * MSS);
             pipe = pipe - MSS + n * MSS;
@@ -1581,13 +1606,40 @@ mod tests {
     #[test]
     fn prr_slow_starts_back_to_the_target_below_it() {
         let mut p = prr(10, 20);
-        p.on_ack(MSS, 4 * MSS, MSS);
+        p.on_ack(MSS, 4 * MSS, MSS, true);
         assert_eq!(p.sndcnt, 2 * MSS, "delivered one, may send two");
         p.sent(2 * MSS);
-        p.on_ack(MSS, 5 * MSS, MSS);
+        p.on_ack(MSS, 5 * MSS, MSS, true);
         assert_eq!(p.sndcnt, 2 * MSS);
-        p.on_ack(5 * MSS, 9 * MSS, MSS);
+        p.on_ack(5 * MSS, 9 * MSS, MSS, true);
         assert_eq!(p.sndcnt, MSS, "capped at the target: 10 − 9 segments");
+    }
+
+    /// Linux's rule below the target: the extra segment only on an ACK that moved
+    /// `snd_una` without a new loss; an ACK that SACKs while the recovery keeps losing
+    /// sends what it delivered and no more, and the first ACK that delivered anything
+    /// sends at least one segment.
+    #[test]
+    fn linux_prr_adds_the_extra_segment_only_on_a_clean_advance() {
+        let mut p = prr(10, 20);
+        p.force_first = true;
+        p.on_ack(MSS, 4 * MSS, MSS, false);
+        assert_eq!(p.sndcnt, MSS, "a SACK with a new loss: what it delivered");
+        p.sent(MSS);
+        p.on_ack(MSS, 4 * MSS, MSS, true);
+        assert_eq!(
+            p.sndcnt,
+            2 * MSS,
+            "snd_una moved, nothing newly lost: one more"
+        );
+        // At the target already, nothing may go but the first segment of the reduction.
+        let mut q = prr(10, 20);
+        q.force_first = true;
+        q.on_ack(MSS, 10 * MSS, MSS, false);
+        assert!(q.sndcnt > 0, "the fast retransmission is forced");
+        q.sent(MSS);
+        q.on_ack(MSS, 10 * MSS, MSS, false);
+        assert_eq!(q.sndcnt, 0);
     }
 
     /// Write-queue buffers of 45 segments: a head shorter than the quota grows into the
