@@ -126,6 +126,8 @@ pub struct CcDriver<C> {
     /// The smallest window the controller may set, bytes.
     pub min_cwnd: u64,
     min_rtt: Dur,
+    /// Bytes acknowledged before the current round.
+    acked: u64,
 }
 
 impl<C: CongestionControl> CcDriver<C> {
@@ -137,6 +139,7 @@ impl<C: CongestionControl> CcDriver<C> {
             mss: 1460,
             min_cwnd: 1,
             min_rtt: Dur::MAX,
+            acked: 0,
         }
     }
 
@@ -173,6 +176,8 @@ impl<C: CongestionControl> CcDriver<C> {
                 rtt: Some(r.rtt),
                 min_rtt: self.min_rtt,
                 round_start: i == segs - 1,
+                snd_una: self.acked + (i + 1) * mss,
+                snd_nxt: self.acked + segs * mss,
                 in_recovery: false,
                 cwnd_limited: r.cwnd_limited,
                 max_out_bytes: 0,
@@ -185,6 +190,7 @@ impl<C: CongestionControl> CcDriver<C> {
             self.cc.on_ack(&a);
             self.check();
         }
+        self.acked += segs * mss;
         RoundOut {
             segments: segs,
             marked_fraction: n_marked as f64 / segs as f64,

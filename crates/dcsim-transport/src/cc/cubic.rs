@@ -91,8 +91,9 @@ pub struct Cubic {
 struct HyStart {
     /// Slow start ended by HyStart (until a timeout).
     found: bool,
-    /// The next ACK begins a new round.
-    round_pending: bool,
+    /// The current round ends with the first ACK beyond this byte (Linux's `end_seq`:
+    /// `snd_nxt` when the round began); `None`: the next ACK begins a round.
+    end_seq: Option<u64>,
     /// The current round: its start and the last ACK of its train.
     round_start: Time,
     last_ack: Time,
@@ -172,10 +173,7 @@ impl Cubic {
             linux: cfg.linux_rules == Some(true),
             loss_seen: false,
             // The first round begins with the first ACK.
-            hystart: (cfg.hystart == Some(true)).then(|| HyStart {
-                round_pending: true,
-                ..HyStart::default()
-            }),
+            hystart: (cfg.hystart == Some(true)).then(HyStart::default),
         }
     }
 
@@ -271,13 +269,13 @@ impl CongestionControl for Cubic {
         }
         if let (Some(h), Some(delay)) = (&mut self.hystart, a.rtt) {
             h.delay_min = Some(h.delay_min.map_or(delay, |d| d.min(delay)));
-            // Linux starts a round on the first ACK beyond the previous round's last byte;
-            // `round_start` marks the ACK of that byte, so the next ACK begins the round.
-            if core::mem::take(&mut h.round_pending) {
+            // Linux starts a round on the first ACK that moves `snd_una` beyond the byte
+            // that was next to send when the last round began (`after`, not at: an ACK of
+            // exactly that byte still belongs to the round). With super-packets each ACK
+            // acknowledges one, and a round then spans two ACKs, enough for a train.
+            if h.end_seq.is_none_or(|e| a.snd_una > e) {
                 h.reset(a.now);
-            }
-            if a.round_start {
-                h.round_pending = true;
+                h.end_seq = Some(a.snd_nxt);
             }
             if !h.found && self.cwnd < self.ssthresh && self.cwnd >= HYSTART_LOW_WINDOW {
                 // Linux's pacing rate in slow start: twice the window per smoothed RTT.
@@ -369,7 +367,6 @@ impl CongestionControl for Cubic {
         if let Some(h) = &mut self.hystart {
             *h = HyStart {
                 delay_min: h.delay_min,
-                round_pending: true,
                 ..HyStart::default()
             };
         }
@@ -441,6 +438,55 @@ mod tests {
         off.rounds(4, r);
         assert!((segments(&off) - 160.0).abs() < 1e-9, "10, 20, 40, 80, 160");
         assert!(segments(&on) < 40.0, "{}", segments(&on));
+    }
+
+    /// HyStart's round ends with the first ACK *beyond* the byte that was next to send
+    /// when it began (Linux's `after(snd_una, end_seq)`). A sender of super-packets with
+    /// one in flight beyond the one acknowledged gets ACKs that land exactly on that byte:
+    /// each round then spans two ACKs 1 ms apart, a train longer than half the minimum
+    /// delay plus the GSO allowance, and slow start ends once the window reaches 16
+    /// segments. Had each such ACK begun a round, no round would have had a train.
+    #[test]
+    fn hystart_rounds_end_after_the_byte_not_at_it() {
+        let mut cc = CcSpec::Cubic(CubicConfig {
+            hystart: Some(true),
+            linux_rules: Some(true),
+            ..CubicConfig::default()
+        })
+        .build(limits());
+        let seg = 1460;
+        let mut now = Time::ZERO;
+        // The ends of the super-packets in flight: the initial window as two halves.
+        let mut flight = std::collections::VecDeque::from([5 * seg, 10 * seg]);
+        let mut cwnd = Vec::new();
+        let mut prev = 0;
+        for _ in 0..12 {
+            // Each ACK covers the oldest super-packet; the next one is still out.
+            let una = flight.pop_front().expect("in flight");
+            let nxt = *flight.back().expect("one more out");
+            now += Dur::from_ms(1);
+            cc.on_ack(&AckSample {
+                now,
+                acked_bytes: una - prev,
+                // The first super-packet met an empty path; later ones queue behind one.
+                rtt: Some(Dur::from_us(if prev == 0 { 160 } else { 1_200 })),
+                min_rtt: Dur::from_us(160),
+                snd_una: una,
+                snd_nxt: nxt,
+                cwnd_limited: true,
+                mss: seg,
+                ..AckSample::default()
+            });
+            prev = una;
+            // Half the window goes as one super-packet.
+            flight.push_back(nxt + (cc.cwnd_bytes() / 2 / seg).max(1) * seg);
+            cwnd.push(cc.cwnd_bytes() / seg);
+        }
+        let last = *cwnd.last().expect("ACKs");
+        assert!(
+            (16..40).contains(&last),
+            "slow start ends soon after 16 segments: {cwnd:?}"
+        );
     }
 
     /// HyStart's delay increase: with ACKs too far apart for a train (100 ms rounds), slow

@@ -53,6 +53,10 @@ pub struct AckSample {
     /// This ACK covers the last byte that was outstanding when the previous round began:
     /// one window of data has been acknowledged and a new round starts.
     pub round_start: bool,
+    /// The first byte not yet acknowledged after this ACK (bytes from the flow's start).
+    pub snd_una: u64,
+    /// The next byte to send, before anything this ACK lets the sender send.
+    pub snd_nxt: u64,
     /// The sender is in fast recovery (window growth is suspended).
     pub in_recovery: bool,
     /// The sender used its whole window when it last sent (RFC 7661): a window that was

@@ -237,6 +237,8 @@ mod tests {
             rtt: None,
             min_rtt: dcsim_engine::Dur::ZERO,
             round_start: false,
+            snd_una: 0,
+            snd_nxt: 0,
             in_recovery: false,
             cwnd_limited: false,
             max_out_bytes: max_out_segments * 1460,

@@ -905,6 +905,8 @@ impl TcpSender {
                 rtt: Some(rtt),
                 min_rtt: self.min_rtt,
                 round_start,
+                snd_una: self.snd_una,
+                snd_nxt: self.snd_nxt.max(self.high_tx),
                 // No growth during a reduction, as Linux in its CWR and Recovery states.
                 in_recovery: self.in_recovery || self.prr.is_some(),
                 cwnd_limited: self.usage.as_ref().map_or(self.cwnd_limited, |u| u.limited),
@@ -1107,6 +1109,8 @@ impl TcpSender {
             rtt,
             min_rtt: self.min_rtt,
             round_start,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt.max(self.high_tx),
             // No growth during a reduction, as Linux in its CWR and Recovery states.
             in_recovery: self.in_recovery || self.prr.is_some(),
             cwnd_limited: self.usage.as_ref().map_or(self.cwnd_limited, |u| u.limited),
