@@ -155,6 +155,9 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
                  offloads: bool = False, seeds: int = 1, kernel_runs: int = 1,
                  reuse_kernel: bool = False) -> dict:
     path = work / f"{name}.toml"
+    if reuse_kernel and path.is_file() and path.read_text() != text:
+        sys.exit(f"--reuse-kernel: {path} is another set-up than this run's (--quick or not?); "
+                 "run with the options of the kept run")
     path.write_text(text)
     kernel = work / f"{name}-kernel"
     twin = [sys.executable, str(TWIN), str(path), "--dcsim", dcsim, "-q"] \
@@ -169,6 +172,10 @@ def side_by_side(name: str, text: str, seconds: int, dcsim: str, work: Path,
 
     kernel_run(kernel)
     ksum = json.load(open(kernel / "summary.json"))
+    kept = ksum.get("setup", {}).get("offloads_flag")
+    if reuse_kernel and kept is not None and kept != offloads:
+        sys.exit(f"--reuse-kernel: {kernel} ran with offloads {'on' if kept else 'off'}; "
+                 f"run {'with' if kept else 'without'} --offloads")
     # The kernel again: some set-ups have more than one outcome there too. dcsim's side
     # runs on the first run's measured path.
     kernel_more = []
