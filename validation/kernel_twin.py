@@ -1691,9 +1691,18 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
         end_ns = plan.end_ns
         # Time zero leaves room to start every worker (a Python process each) first.
         receivers, senders, samplers = [], [], []
-        spawn_budget = 200_000_000 + 40_000_000 * (2 * len(plan.flows) + 2)
+        # As in dcsim, a flow that starts at or after the end of the run never runs: it
+        # gets its row in flows.csv, with nothing delivered, and no processes.
+        running = [f for f in plan.flows
+                   if plan.duration_ns is None or f.start_ns < plan.duration_ns]
+        idle = [f for f in plan.flows if f not in running]
+        if idle:
+            log("warning: " + ", ".join(f"flows[{f.flow_id}]" for f in idle)
+                + f" start at or after the end of the run ({plan.duration_ns / 1e9:g} s): "
+                "they never run")
+        spawn_budget = 200_000_000 + 40_000_000 * (2 * len(running) + 2)
         t0 = mono_ns() + spawn_budget + 300_000_000
-        for flow in plan.flows:
+        for flow in running:
             path = lab.scratch / f"recv-{flow.flow_id}.json"
             receivers.append((flow, path, lab.spawn(f"h{flow.dst}", "recv", {
                 "port": PORT_BASE + flow.flow_id, "size": flow.size, "t0": t0,
@@ -1703,7 +1712,7 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
         for flow, _, process in receivers:
             wait_ready(process, mono_ns() + 10_000_000_000,
                        f"the receiver of flow {flow.flow_id}", lab)
-        for flow in plan.flows:
+        for flow in running:
             path = lab.scratch / f"send-{flow.flow_id}.json"
             stop = min(flow.stop_ns, end_ns) if flow.stop_ns is not None else end_ns
             senders.append((flow, path, lab.spawn(f"h{flow.src}", "send", {
@@ -1742,7 +1751,7 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
         if late > -5_000_000:
             raise RuntimeError(f"starting the workers took until {late / 1e6:.0f} ms before "
                                "time zero, too late to start in step")
-        log(f"running {len(plan.flows)} flows for "
+        log(f"running {len(running)} flows for "
             f"{(plan.duration_ns or end_ns) / 1e9:g} s"
             + ("" if plan.duration_ns else " at most (until every flow completes)"))
 
@@ -1765,6 +1774,9 @@ def run_twin(plan: Plan, offloads: bool, facts: dict, probe: dict, log) -> tuple
                 for f, p, _ in receivers}
         send = {f.flow_id: read_result(p, f"the sender of flow {f.flow_id}", lab)
                 for f, p, _ in senders}
+        for flow in idle:
+            recv[flow.flow_id] = {"delivered": 0, "end_ns": None}
+            send[flow.flow_id] = {"start_ns": flow.start_ns, "cc": flow.cc}
         for flow_id, result in send.items():
             if "error" in result:
                 raise RuntimeError(f"flow {flow_id}: {result['error']}")
