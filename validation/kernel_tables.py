@@ -57,6 +57,13 @@ HERE = Path(__file__).resolve().parent
 # size, about 3.3 KB). Every run uses it; each also reports what TCP_INFO says of its own
 # flows that the buffer held at some time (their segments out at the end, at most this).
 SNDBUF_SEGMENTS = 1269
+# dcsim gives that buffer as Linux counts it: 4 MiB of memory, each 1,460-byte segment
+# charged its payload and this much more until it is SACKed (4 MiB / 1,269 = 3,305 B per
+# segment), then its payload only, as Linux merges SACKed buffers (`tcp_shift_skb_data`).
+# A sender in recovery so holds more than 1,269 segments: the twin's window samples show
+# 1,402 unacknowledged with 856 SACKed (two Reno flows into 1,000 packets).
+SNDBUF_BYTES = 4 << 20
+SNDBUF_OVERHEAD = SNDBUF_BYTES // SNDBUF_SEGMENTS - 1460
 # The same buffer with offloads on, where a 64 KB buffer's true size is close to its
 # payload: 1,901 segments, what every flow that ended held back by it held (TCP_INFO, at
 # 1,000 and 3,000 packets, 1,901-1,925). A flow that was held back only early on (the
@@ -133,7 +140,11 @@ def measured_path(ksum: dict, offloads: bool) -> list[str]:
     # With offloads the super-packets' make-up depends on the bytes of a segment: dcsim
     # sends the kernel's 1,448 B of payload (the timestamps option takes 12 of 1,460).
     mss = 1448 if offloads else 1460
-    extra = ["--set", f"transport.snd_buf={segments * mss}B"] if segments else []
+    if offloads:
+        extra = ["--set", f"transport.snd_buf={segments * mss}B"]
+    else:
+        extra = ["--set", f"transport.snd_buf={SNDBUF_BYTES}B",
+                 "--set", f"transport.snd_buf_overhead={SNDBUF_OVERHEAD}B"]
     if offloads:
         extra += ["--set", 'transport.gso="64KiB"', "--set", f"transport.mss={mss}B"]
     # The shapers' lateness as the twin measured its distribution (older runs: the

@@ -515,7 +515,8 @@ def _tcp_settings(where: str, tcp: dict, plan_notes: list[str], emulated: list[s
     for key, kernel_value, text in (
         ("handshake", True, "the kernel always opens with a handshake"),
         ("prr", True, "the kernel always reduces by PRR"),
-        ("host_backpressure", True, "the kernel's TCP small queues always hold senders back"),
+        ("host_backpressure", True, "the kernel always holds a sender back at a full qdisc"),
+        ("small_queues", True, "the kernel's TCP small queues are always on"),
     ):
         if bool(tcp.get(key, kernel_value)) != kernel_value:
             plan_notes.append(f"{key} = false: {text}")

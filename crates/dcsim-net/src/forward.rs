@@ -72,12 +72,12 @@ impl Network {
         if !self.nic_waiting[h.index()] {
             return None;
         }
-        if p.backlog_bytes() <= self.tx_budget / 2 {
+        if p.backlog_bytes() <= self.nic_wake[h.index()] {
             self.nic_waiting[h.index()] = false;
             return Some(h);
         }
         // Packets joined the queue after the wake-up was planned (ACKs need no room).
-        self.wake_when_drained(port, cx);
+        self.wake_when_drained(port, h, cx);
         None
     }
 

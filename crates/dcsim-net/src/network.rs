@@ -111,6 +111,8 @@ pub struct Network {
     pub(crate) hops: u64,
     pub(crate) tx_budget: u64,
     pub(crate) nic_waiting: Vec<bool>,
+    /// Of a waiting host: the NIC backlog at which it is woken.
+    pub(crate) nic_wake: Vec<u64>,
     telemetry: Telemetry,
     /// Flow-matching CE-marking rules installed by a controller.
     pub(crate) rules: MarkRules,
@@ -275,6 +277,7 @@ impl Network {
             hops: 0,
             tx_budget: DEFAULT_TX_BUDGET_BYTES,
             nic_waiting: vec![false; graph.hosts.len()],
+            nic_wake: vec![DEFAULT_TX_BUDGET_BYTES / 2; graph.hosts.len()],
             telemetry: Telemetry::empty(),
             captured: Vec::new(),
             crossings: Crossings::default(),

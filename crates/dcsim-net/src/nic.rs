@@ -1,5 +1,5 @@
 //! The host transmit budget: how much a host may queue in its NIC, and the back-pressure
-//! that makes its senders wait instead.
+//! that makes its senders wait instead; a sender may ask for less (TCP small queues).
 
 use dcsim_engine::Schedule;
 
@@ -33,32 +33,49 @@ impl Network {
         wire_bytes: u32,
         cx: &mut NetCx<'_, S>,
     ) -> bool {
+        self.nic_room_within(h, wire_bytes, u64::MAX, cx)
+    }
+
+    /// [`Network::nic_room`], also refused while the NIC queue holds more than `small`
+    /// bytes (a sender's own limit: Linux's TCP small queues). Refused for that, the host
+    /// is woken when the queue has drained to `small`, not to half the budget.
+    #[inline(always)]
+    pub fn nic_room_within<S: Schedule<NetEvent>>(
+        &mut self,
+        h: HostId,
+        wire_bytes: u32,
+        small: u64,
+        cx: &mut NetCx<'_, S>,
+    ) -> bool {
         if self.nic_waiting[h.index()] {
             return false;
         }
         let nic = self.nic[h.index()];
         let q = self.backlog_bytes_at(nic, cx.now, cx.pool);
-        if q == 0 || q + u64::from(wire_bytes) <= self.tx_budget {
+        let full = q + u64::from(wire_bytes) > self.tx_budget;
+        if q == 0 || (!full && q <= small) {
             return true;
         }
         self.nic_waiting[h.index()] = true;
-        self.wake_when_drained(nic, cx);
+        self.nic_wake[h.index()] = if full { self.tx_budget / 2 } else { small };
+        self.wake_when_drained(nic, h, cx);
         false
     }
 
     /// A FIFO NIC has no event per transmission: schedules a `PortReady` for when its
-    /// queue, as it stands, will have drained to half the host transmit budget.
+    /// queue, as it stands, will have drained to the waiting host's mark.
     #[inline]
     pub(crate) fn wake_when_drained<S: Schedule<NetEvent>>(
         &mut self,
         nic: PortId,
+        h: HostId,
         cx: &mut NetCx<'_, S>,
     ) {
         let p = &mut self.ports[nic.index()];
         if !p.is_fifo() {
             return; // its transmissions wake it
         }
-        let at = p.drains_to(self.tx_budget / 2).unwrap_or(cx.now);
+        let at = p.drains_to(self.nic_wake[h.index()]).unwrap_or(cx.now);
         if let Some(t) = p.wake_at(at) {
             cx.sched.at(t, NetEvent::PortReady(nic));
         }

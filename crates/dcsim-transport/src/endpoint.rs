@@ -451,6 +451,19 @@ impl<'a, S: Sched, H> EndpointCx<'a, S, H> {
         self.net.nic_room(self.host, wire_bytes, &mut ncx)
     }
 
+    /// [`EndpointCx::nic_room`], also refused while the NIC queue holds more than `small`
+    /// bytes (see [`Network::nic_room_within`]).
+    #[inline]
+    pub fn nic_room_within(&mut self, wire_bytes: u32, small: u64) -> bool {
+        let mut ncx = NetCx {
+            now: self.now,
+            pool: self.pool,
+            sched: self.sched,
+        };
+        self.net
+            .nic_room_within(self.host, wire_bytes, small, &mut ncx)
+    }
+
     /// Arms timer `kind` of `timers` (this endpoint's table) for `at`, scheduling an event
     /// only when the table needs one (see [`TimerTable`]).
     #[inline]

@@ -516,6 +516,47 @@ fn the_send_buffer_bounds_what_is_unacknowledged() {
     assert!(st.sndbuf_limited > 0 && st.rwnd_limited == 0, "{st:?}");
 }
 
+/// `snd_buf_overhead`: the send buffer is memory, each segment charged its payload and the
+/// overhead until it is SACKed, then its payload only (Linux merges SACKed buffers). A
+/// buffer of 12 segments' memory with a hole that takes a round trip to repair: while the
+/// receiver SACKs what follows the hole, the sender has more than 12 segments out; counted
+/// in payload (no overhead), never more than 12.
+#[test]
+fn a_send_buffer_with_overhead_charges_sacked_segments_their_payload_only() {
+    use dcsim_transport::TcpProfile;
+    let most_out = |cfg: &TcpConfig| {
+        let run = lossy_run_with(cfg, 100, 200 * 1460, &[30]);
+        let (mut sent, mut acked, mut most) = (0u64, 0u64, 0u64);
+        for d in &run.deliveries {
+            if d.to_receiver && d.packet.payload_bytes > 0 {
+                sent = sent.max(d.packet.seq + u64::from(d.packet.payload_bytes));
+            } else if !d.to_receiver {
+                acked = acked.max(d.packet.ack);
+            }
+            most = most.max(sent.saturating_sub(acked));
+        }
+        assert!(run.completed_at.is_some());
+        most
+    };
+    let payload = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        snd_buf: Some(dcsim_engine::ByteSize(12 * 1460)),
+        ..TcpConfig::default()
+    };
+    let memory = TcpConfig {
+        snd_buf: Some(dcsim_engine::ByteSize(12 * 2920)),
+        snd_buf_overhead: Some(dcsim_engine::ByteSize(1460)),
+        ..payload.clone()
+    };
+    let plain = most_out(&payload);
+    assert!(plain <= 12 * 1460, "{plain} bytes out");
+    let merged = most_out(&memory);
+    assert!(
+        merged > 14 * 1460 && merged < 24 * 1460,
+        "{merged} bytes out"
+    );
+}
+
 /// After a timeout the sender resends only what the receiver lacks: segments the SACK
 /// blocks reported are skipped, with NewReno (`simple`) as with the scoreboard (`linux`).
 /// ns-2's FullTcp/Sack clears its scoreboard on a timeout and resends them (`ns2`).

@@ -259,6 +259,13 @@ impl CongestionControl for Cubic {
     fn cwnd_bytes(&self) -> u64 {
         (self.cwnd * self.limits.mss as f64) as u64
     }
+    fn ssthresh_bytes(&self) -> u64 {
+        if self.ssthresh.is_finite() {
+            (self.ssthresh * self.limits.mss as f64) as u64
+        } else {
+            u64::MAX
+        }
+    }
 
     fn on_ack(&mut self, a: &AckSample) {
         if let Some(r) = a.rtt {

@@ -95,6 +95,9 @@ impl CongestionControl for Dctcp {
     fn cwnd_bytes(&self) -> u64 {
         self.core.cwnd
     }
+    fn ssthresh_bytes(&self) -> u64 {
+        self.core.ssthresh
+    }
     fn on_ack(&mut self, a: &AckSample) {
         self.window_acked += a.acked_bytes;
         self.window_marked += a.ce_bytes;

@@ -101,6 +101,11 @@ pub trait CongestionControl {
     fn pacing_rate(&self) -> Option<Rate> {
         None
     }
+    /// The slow-start threshold in bytes (unbounded by default). Linux's pacing rate, which
+    /// sizes TCP small queues, doubles the window's rate below half of it.
+    fn ssthresh_bytes(&self) -> u64 {
+        u64::MAX
+    }
     /// New data was acknowledged. Called once per such ACK, after the transport updated its
     /// sequence state and RTT estimate.
     fn on_ack(&mut self, ack: &AckSample);
@@ -186,6 +191,9 @@ macro_rules! controllers {
             #[inline]
             fn pacing_rate(&self) -> Option<Rate> {
                 match self { $(Self::$V(c) => c.pacing_rate(),)+ Self::Custom(c) => c.pacing_rate() }
+            }
+            fn ssthresh_bytes(&self) -> u64 {
+                match self { $(Self::$V(c) => c.ssthresh_bytes(),)+ Self::Custom(c) => c.ssthresh_bytes() }
             }
             #[inline]
             fn on_ack(&mut self, ack: &AckSample) {

@@ -177,6 +177,9 @@ impl CongestionControl for Reno {
     fn cwnd_bytes(&self) -> u64 {
         self.core.cwnd
     }
+    fn ssthresh_bytes(&self) -> u64 {
+        self.core.ssthresh
+    }
     fn on_ack(&mut self, a: &AckSample) {
         self.core.grow(a);
     }

@@ -216,6 +216,14 @@ pub struct TcpConfig {
     /// The sender waits for room in its host's NIC queue instead of handing it packets
     /// that a full queue drops (`simple` on; `ns2` off).
     pub host_backpressure: Option<bool>,
+    /// Linux's TCP small queues (`tcp_small_queue_check`): a sender hands its NIC no more
+    /// while the queue there holds more than about a millisecond of its pacing rate (the
+    /// window's rate, doubled in early slow start, 1.2 times after), counted as Linux
+    /// counts buffers' true size, at least two packets and at most `tcp_limit_output_bytes`
+    /// (4 MiB); twice that for retransmissions. Without it a sender's NIC queue grows to
+    /// the host transmit budget (128 KB) whenever the sender outruns its link, as in slow
+    /// start. Needs `host_backpressure` (`linux` on; `simple`, `ns2` off).
+    pub small_queues: Option<bool>,
     /// Window reductions (fast recovery, ECN) by proportional rate reduction, RFC 6937,
     /// instead of an instant cut with window inflation (`linux` on; `simple`, `ns2` off).
     pub prr: Option<bool>,
@@ -266,6 +274,13 @@ pub struct TcpConfig {
     /// each segment its buffer's true size, so it holds less payload than its size: about
     /// 1.8 MB of 1,448-byte segments with offloads off (docs/protocols/tcp.md).
     pub snd_buf: Option<ByteSize>,
+    /// With `snd_buf`: what the send buffer charges each segment beyond its payload, so
+    /// that `snd_buf` is memory as Linux counts it against `tcp_wmem` (a segment's
+    /// buffer's true size). A SACKed segment costs its payload only: Linux merges SACKed
+    /// buffers (`tcp_shift_skb_data`). None (the default): `snd_buf` counts payload. The
+    /// kernel twin's veths with offloads off charge 1,845 B per 1,460-byte segment
+    /// (4 MiB held 1,269 segments; docs/protocols/tcp.md).
+    pub snd_buf_overhead: Option<ByteSize>,
     /// The application's write size: it hands the sender this many bytes at a time,
     /// each as soon as what it has written and is unacknowledged is under `snd_buf`,
     /// and each write tops up the last unsent buffer (`tcp_sendmsg`); less than a
@@ -305,6 +320,7 @@ impl Default for TcpConfig {
             init_cwnd_pkts: None,
             handshake: None,
             host_backpressure: None,
+            small_queues: None,
             prr: None,
             sack: None,
             rack: None,
@@ -318,6 +334,7 @@ impl Default for TcpConfig {
             rcv_buf: None,
             rcv_autotune: None,
             snd_buf: None,
+            snd_buf_overhead: None,
             app_write: None,
             gso: None,
             max_window: None,
@@ -374,6 +391,14 @@ impl TcpConfig {
                 "snd_buf: must hold at least two segments ({}B), got {b}",
                 2 * self.mss.0
             ));
+        }
+        if r.small_queues == Some(true) && r.host_backpressure == Some(false) {
+            return Err(
+                "small_queues: needs host_backpressure (a sender that waits for its NIC)".into(),
+            );
+        }
+        if self.snd_buf_overhead.is_some() && self.snd_buf.is_none() {
+            return Err("snd_buf_overhead: needs snd_buf (the buffer it charges)".into());
         }
         if let Some(w) = self.app_write
             && w.0 == 0
@@ -458,6 +483,11 @@ impl TcpConfig {
             init_cwnd_pkts: Some(self.init_cwnd_pkts.unwrap_or(iw)),
             handshake: Some(self.handshake.unwrap_or(handshake)),
             host_backpressure: Some(self.host_backpressure.unwrap_or(backpressure)),
+            small_queues: Some(
+                self.small_queues.unwrap_or(
+                    profile == TcpProfile::Linux && self.host_backpressure != Some(false),
+                ),
+            ),
             prr: Some(self.prr.unwrap_or(prr)),
             sack: Some(self.sack.unwrap_or(true)),
             rack: Some(

@@ -35,6 +35,15 @@ const T_REO: usize = 3;
 /// The tail-loss probe (RFC 8985 §7).
 const T_TLP: usize = 4;
 
+/// What Linux charges a packet in its NIC's queue beyond the frame's wire bytes (its
+/// buffer's true size less the frame): a 1,448-byte segment's buffer is about 2.2 KB (head,
+/// `sk_buff` and shared info with the payload in a page fragment). Measured on the kernel
+/// twin: two Reno senders held 10.8 packets on average (12 at most) in their htb queues
+/// while TCP small queues allowed them about 24 KB each (docs/protocols/tcp.md).
+const SKB_OVERHEAD_BYTES: u64 = 680;
+/// Linux's `tcp_limit_output_bytes` (4 MiB in 6.x): the most TCP small queues allows.
+const LIMIT_OUTPUT_BYTES: u64 = 4 << 20;
+
 /// Linux's `TCP_RTO_MIN` (200 ms): what a loss probe waits beyond two round trips when one
 /// segment is out (the receiver may be delaying its ACK), whatever the route's minimum RTO.
 const TLP_DELACK_ALLOWANCE: Dur = Dur::from_ms(200);
@@ -198,6 +207,8 @@ pub struct TcpSender {
     /// Linux's record of the window's use (profile `linux`).
     usage: Option<CwndUsage>,
     nic_blocked: bool,
+    /// Linux's TCP small queues (`small_queues`): see [`TcpSender::small_queue`].
+    small_queues: bool,
     /// Waiting for the SYN-ACK (with the handshake): no data yet.
     syn_pending: bool,
     /// Waits for room in the NIC queue (back-pressure); if not, a full NIC queue drops.
@@ -221,8 +232,12 @@ pub struct TcpSender {
     round_end: u64,
     cc: Cc,
     max_window: u64,
-    /// The most payload held unacknowledged (`snd_buf`; unlimited without it).
+    /// The most payload held unacknowledged (`snd_buf`; unlimited without it); with
+    /// `snd_buf_overhead`, the memory its segments take (see [`TcpSender::buf_end`]).
     snd_buf: u64,
+    /// What the send buffer charges a segment beyond its payload until it is SACKed
+    /// (`snd_buf_overhead`; 0: payload only).
+    buf_overhead: u64,
     /// The application's write size (`app_write`; 0: it writes everything at once), what
     /// it has written, and where the write queue's buffers are cut: every `gso_max` bytes
     /// from `anchor` (a write tops up the unsent last buffer, as `tcp_sendmsg` does).
@@ -295,6 +310,7 @@ impl TcpSender {
             cwnd_limited: false,
             usage: (cfg.profile == Some(TcpProfile::Linux)).then(CwndUsage::default),
             nic_blocked: false,
+            small_queues: cfg.small_queues == Some(true),
             syn_pending: cfg.handshake_enabled(),
             backpressure: cfg.backpressure_enabled(),
             prr_enabled: cfg.prr_enabled(),
@@ -308,6 +324,7 @@ impl TcpSender {
             cc,
             max_window: cfg.max_window.map_or(u64::MAX, |w| w.0),
             snd_buf: cfg.snd_buf.map_or(u64::MAX, |b| b.0),
+            buf_overhead: cfg.snd_buf_overhead.map_or(0, |b| b.0),
             app_write: cfg.app_write.map_or(0, |w| w.0),
             written: 0,
             anchor: 0,
@@ -469,7 +486,7 @@ impl TcpSender {
             // And beyond what the send buffer holds (with `app_write`, the writes hold it).
             if lost.is_none()
                 && self.snd_nxt > self.snd_una
-                && seq + len - self.snd_una > self.snd_buf
+                && seq + len > self.buf_end()
                 && self.app_write == 0
             {
                 self.stats.sndbuf_limited += 1;
@@ -488,9 +505,17 @@ impl TcpSender {
                 cx.arm(&mut self.timers, T_PACE, at);
                 break;
             }
-            if self.backpressure && !cx.nic_room(wire) {
-                self.nic_blocked = true;
-                break;
+            if self.backpressure {
+                let room = if self.small_queues {
+                    let small = self.small_queue(wire, lost.is_some(), len);
+                    cx.nic_room_within(wire, small)
+                } else {
+                    cx.nic_room(wire)
+                };
+                if !room {
+                    self.nic_blocked = true;
+                    break;
+                }
             }
             if host_paced.is_some() {
                 let now = cx.now();
@@ -615,13 +640,69 @@ impl TcpSender {
         self.pacer_waiting = bytes;
     }
 
+    /// Linux's TCP small queues (`tcp_small_queue_check`) for a packet of `wire` bytes and
+    /// `len` of payload: how many bytes the NIC queue may hold for the sender to hand it
+    /// this packet. Linux allows a socket's buffers in the queue (their true size) up to a
+    /// millisecond (2⁻¹⁰ s) of its pacing rate, two packets at least and
+    /// `tcp_limit_output_bytes` at most, twice that for a retransmission, and throttles
+    /// nothing while at most one packet is out. The pacing rate is `tcp_update_pacing_rate`'s:
+    /// the window (or the data out, if more) per smoothed RTT, doubled below half the
+    /// slow-start threshold and 1.2 times above. dcsim compares the limit, converted to
+    /// wire bytes, with its host's whole NIC queue: exact for one sender per host, stricter
+    /// than Linux for several (where, at data-centre RTTs, the limit is far above a window
+    /// and never binds).
+    #[inline(never)]
+    fn small_queue(&self, wire: u32, retransmit: bool, len: u64) -> u64 {
+        let out = self.snd_nxt.max(self.high_tx) - self.snd_una;
+        if out <= len {
+            return u64::MAX;
+        }
+        let truesize = u64::from(wire) + SKB_OVERHEAD_BYTES;
+        // Bytes per second: the window per smoothed RTT (whole microseconds in `linux`)
+        // times the ratio in per cent; no RTT yet, no limit but the largest.
+        let cwnd = self.cc.cwnd_bytes();
+        let pct = if cwnd < self.cc.ssthresh_bytes() / 2 {
+            200
+        } else {
+            120
+        };
+        let rate_bytes_per_s = cwnd
+            .max(out)
+            .saturating_mul(pct * 10_000_000)
+            .checked_div(self.srtt.map_or(0, |s| s.as_ns()))
+            .unwrap_or(u64::MAX);
+        let limit = (2 * truesize)
+            .max(rate_bytes_per_s >> 10)
+            .min(LIMIT_OUTPUT_BYTES)
+            << u32::from(retransmit);
+        limit * u64::from(wire) / truesize
+    }
+
+    /// The end of what the send buffer holds. Without an overhead, `snd_buf` bytes of
+    /// payload from `snd_una`. With one, `snd_buf` is memory as Linux counts it against
+    /// `tcp_wmem` (`sk_wmem_queued`): a segment costs its payload plus the overhead (its
+    /// buffer's true size) until it is SACKed; then Linux merges it into the SACKed buffer
+    /// before it (`tcp_shift_skb_data`, `skb_shift` moving only the payload's share), so
+    /// it costs its payload. A sender in recovery, its first hole unrepaired and much of
+    /// its window SACKed, so holds more than the buffer holds of unSACKed segments.
+    #[inline]
+    fn buf_end(&self) -> u64 {
+        if self.buf_overhead == 0 {
+            return self.snd_una.saturating_add(self.snd_buf);
+        }
+        let sacked = self.board.sacked_bytes().min(self.snd_buf);
+        let rest = u128::from(self.snd_buf - sacked) * u128::from(self.mss)
+            / u128::from(self.mss + self.buf_overhead);
+        self.snd_una + sacked + rest as u64
+    }
+
     /// With `app_write`: the application writes whole writes while what it wrote and is
     /// unacknowledged is under the send buffer; returns where new data may go up to.
     /// While more is to come, Nagle holds less than a segment at the end when anything is
     /// out (when nothing is, all of it may go).
     #[inline(never)]
     fn written_end(&mut self, limit: u64) -> u64 {
-        let room = self.snd_una.saturating_add(self.snd_buf);
+        let room = self.buf_end();
         let target = room.div_ceil(self.app_write).saturating_mul(self.app_write);
         self.written = self.written.max(target.min(limit));
         let (end, from) = (self.written, self.snd_nxt.min(self.written));
@@ -705,7 +786,7 @@ impl TcpSender {
         if self.snd_nxt > self.snd_una {
             room = room.min((self.snd_una.saturating_add(self.rwnd)).saturating_sub(seq));
             if self.app_write == 0 {
-                room = room.min((self.snd_una.saturating_add(self.snd_buf)).saturating_sub(seq));
+                room = room.min(self.buf_end().saturating_sub(seq));
             }
         }
         // Linux's `tcp_cwnd_test` gives at most half the window to one super-packet, so

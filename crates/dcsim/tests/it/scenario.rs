@@ -550,6 +550,58 @@ fn a_send_buffer_bound_slow_start_grows_the_window_to_twice_the_flight_as_linux(
     assert!((100..=102).contains(&simple), "simple: {simple} segments");
 }
 
+/// TCP small queues (`linux`): two Reno senders in slow start toward one 100 Mb/s port
+/// whose queue holds most of their windows (a smoothed RTT of tens of milliseconds) may
+/// keep only about a millisecond of their pacing rate in their NICs, 24 KB of Linux's
+/// buffers, about 11 frames (the kernel twin measured 10.5-10.8 on average, 12 at most).
+/// Without it their NICs queue what slow start sends beyond the link's rate (21 frames
+/// here).
+#[test]
+fn tcp_small_queues_keep_a_slow_starting_senders_nic_queue_short() {
+    let nic_max = |small_queues: bool| {
+        let (_, r) = run_text(&format!(
+            r#"
+            [sim]
+            duration = "240ms"
+            [topology]
+            kind = "star"
+            hosts = 3
+            host_link = {{ rate = "100Mbps", delay = "10us" }}
+            [queue]
+            kind = "droptail"
+            buffer = "1000pkts"
+            [transport]
+            kind = "tcp"
+            profile = "linux"
+            cc = "reno"
+            small_queues = {small_queues}
+            [[flows]]
+            src = 1
+            dst = 0
+            [[flows]]
+            src = 2
+            dst = 0
+            "#
+        ));
+        r.ports
+            .iter()
+            .filter(|p| p.node == "h1" || p.node == "h2")
+            .map(|p| p.max_queue_bytes)
+            .max()
+            .unwrap()
+    };
+    let small = nic_max(true);
+    assert!(
+        (8 * 1538..=13 * 1538).contains(&small),
+        "with small queues: {small} B"
+    );
+    let budget = nic_max(false);
+    assert!(
+        budget >= 18 * 1538 && budget >= small + 6 * 1538,
+        "without: {budget} B, with: {small} B"
+    );
+}
+
 /// DCTCP with no ECN-marking switch behaves like NewReno: same window evolution, so the
 /// same output (the transport differs only in the ECN bit, which nobody reads here).
 #[test]
