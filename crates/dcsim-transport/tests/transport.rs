@@ -557,6 +557,42 @@ fn a_send_buffer_with_overhead_charges_sacked_segments_their_payload_only() {
     );
 }
 
+/// The two keys that depend on another name it in their error: TCP small queues hold a
+/// sender that waits for its NIC, and a buffer's overhead needs the buffer.
+#[test]
+fn small_queues_and_the_buffer_overhead_need_the_key_they_depend_on() {
+    use dcsim_transport::TcpProfile;
+    let linux = TcpConfig {
+        profile: Some(TcpProfile::Linux),
+        ..TcpConfig::default()
+    };
+    assert!(linux.validate().is_ok());
+    // Off with back-pressure in `linux`, unless asked for.
+    let no_wait = TcpConfig {
+        host_backpressure: Some(false),
+        ..linux.clone()
+    };
+    assert!(no_wait.validate().is_ok());
+    assert_eq!(no_wait.resolve().small_queues, Some(false));
+    let e = TcpConfig {
+        small_queues: Some(true),
+        ..no_wait
+    }
+    .validate()
+    .unwrap_err();
+    assert!(
+        e.starts_with("small_queues: needs host_backpressure"),
+        "{e}"
+    );
+    let e = TcpConfig {
+        snd_buf_overhead: Some(dcsim_engine::ByteSize(1845)),
+        ..linux
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.starts_with("snd_buf_overhead: needs snd_buf"), "{e}");
+}
+
 /// After a timeout the sender resends only what the receiver lacks: segments the SACK
 /// blocks reported are skipped, with NewReno (`simple`) as with the scoreboard (`linux`).
 /// ns-2's FullTcp/Sack clears its scoreboard on a timeout and resends them (`ns2`).

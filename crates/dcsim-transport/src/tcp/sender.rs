@@ -38,8 +38,9 @@ const T_TLP: usize = 4;
 /// What Linux charges a packet in its NIC's queue beyond the frame's wire bytes (its
 /// buffer's true size less the frame): a 1,448-byte segment's buffer is about 2.2 KB (head,
 /// `sk_buff` and shared info with the payload in a page fragment). Measured on the kernel
-/// twin: two Reno senders held 10.8 packets on average (12 at most) in their htb queues
-/// while TCP small queues allowed them about 24 KB each (docs/protocols/tcp.md).
+/// twin: two Reno senders held 10.6-11.0 packets on average (11-12 at most; 8.6 and 13.1
+/// in a third run) in their htb queues while TCP small queues allowed them about 24 KB
+/// each (docs/protocols/tcp.md).
 const SKB_OVERHEAD_BYTES: u64 = 680;
 /// Linux's `tcp_limit_output_bytes` (4 MiB in 6.x): the most TCP small queues allows.
 const LIMIT_OUTPUT_BYTES: u64 = 4 << 20;

@@ -553,7 +553,8 @@ fn a_send_buffer_bound_slow_start_grows_the_window_to_twice_the_flight_as_linux(
 /// TCP small queues (`linux`): two Reno senders in slow start toward one 100 Mb/s port
 /// whose queue holds most of their windows (a smoothed RTT of tens of milliseconds) may
 /// keep only about a millisecond of their pacing rate in their NICs, 24 KB of Linux's
-/// buffers, about 11 frames (the kernel twin measured 10.5-10.8 on average, 12 at most).
+/// buffers, about 11 frames (the kernel twin's senders held 8.6-13.1 on average in three
+/// runs, 11-14 at most).
 /// Without it their NICs queue what slow start sends beyond the link's rate (21 frames
 /// here).
 #[test]
