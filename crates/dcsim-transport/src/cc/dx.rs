@@ -286,6 +286,9 @@ impl CongestionControl for Dx {
     fn cwnd_bytes(&self) -> u64 {
         self.core.cwnd
     }
+    fn ssthresh_bytes(&self) -> u64 {
+        self.core.ssthresh
+    }
 
     fn on_ack(&mut self, a: &AckSample) {
         let threshold = self.cfg.threshold.as_secs_f64();

@@ -135,6 +135,9 @@ impl CongestionControl for Hull {
     fn cwnd_bytes(&self) -> u64 {
         self.dctcp.cwnd_bytes()
     }
+    fn ssthresh_bytes(&self) -> u64 {
+        self.dctcp.ssthresh_bytes()
+    }
     fn on_ack(&mut self, a: &AckSample) {
         if self.cfg.pacer
             && a.ce_bytes > 0

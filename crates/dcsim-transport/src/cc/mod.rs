@@ -399,4 +399,27 @@ mod tests {
             assert_eq!(spec.build(limits).name(), name);
         }
     }
+
+    /// TCP small queues size the NIC queue by the pacing rate, which depends on the
+    /// slow-start threshold: every window controller reports its threshold (unbounded in
+    /// slow start, the cut window after a loss); only RCP, which sets a rate, has none.
+    #[test]
+    fn every_window_controller_reports_its_slow_start_threshold() {
+        let limits = WindowLimits {
+            mss: 1460,
+            init_cwnd: 14600,
+            min_cwnd: 2920,
+        };
+        for spec in CcSpec::defaults() {
+            let mut cc = spec.build(limits);
+            assert_eq!(cc.ssthresh_bytes(), u64::MAX, "{}", cc.name());
+            cc.on_loss(Time::ZERO, 20 * 1460);
+            let s = cc.ssthresh_bytes();
+            if cc.name() == "rcp" {
+                assert_eq!(s, u64::MAX);
+            } else {
+                assert!((2920..=14600).contains(&s), "{}: {s}", cc.name());
+            }
+        }
+    }
 }

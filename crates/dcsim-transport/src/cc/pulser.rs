@@ -105,6 +105,9 @@ impl Controller for Pulser {
 }
 
 impl CongestionControl for Pulser {
+    fn ssthresh_bytes(&self) -> u64 {
+        self.dctcp.ssthresh_bytes()
+    }
     fn cwnd_bytes(&self) -> u64 {
         let w = self.dctcp.cwnd_bytes();
         // A sender already below the safe window is not raised by a notification.
