@@ -500,15 +500,7 @@ fn the_send_buffer_bounds_what_is_unacknowledged() {
         ..TcpConfig::default()
     };
     let run = lossy_run_with(&cfg, 100, 200 * 1460, &[]);
-    let (mut sent, mut acked, mut most) = (0u64, 0u64, 0u64);
-    for d in &run.deliveries {
-        if d.to_receiver && d.packet.payload_bytes > 0 {
-            sent = sent.max(d.packet.seq + u64::from(d.packet.payload_bytes));
-        } else if !d.to_receiver {
-            acked = acked.max(d.packet.ack);
-        }
-        most = most.max(sent.saturating_sub(acked));
-    }
+    let (_, most) = most_out(&run, Dur::ZERO);
     assert!(most <= 12 * 1460 && most > 10 * 1460, "{most} bytes out");
     let done = run.completed_at.expect("completes");
     assert!(done > Time::from_dur(Dur::from_us(16 * 400)), "{done:?}");
@@ -524,19 +516,10 @@ fn the_send_buffer_bounds_what_is_unacknowledged() {
 #[test]
 fn a_send_buffer_with_overhead_charges_sacked_segments_their_payload_only() {
     use dcsim_transport::TcpProfile;
-    let most_out = |cfg: &TcpConfig| {
+    let most_out_with = |cfg: &TcpConfig| {
         let run = lossy_run_with(cfg, 100, 200 * 1460, &[30]);
-        let (mut sent, mut acked, mut most) = (0u64, 0u64, 0u64);
-        for d in &run.deliveries {
-            if d.to_receiver && d.packet.payload_bytes > 0 {
-                sent = sent.max(d.packet.seq + u64::from(d.packet.payload_bytes));
-            } else if !d.to_receiver {
-                acked = acked.max(d.packet.ack);
-            }
-            most = most.max(sent.saturating_sub(acked));
-        }
         assert!(run.completed_at.is_some());
-        most
+        most_out(&run, Dur::ZERO).1
     };
     let payload = TcpConfig {
         profile: Some(TcpProfile::Linux),
@@ -548,9 +531,9 @@ fn a_send_buffer_with_overhead_charges_sacked_segments_their_payload_only() {
         snd_buf_overhead: Some(dcsim_engine::ByteSize(1460)),
         ..payload.clone()
     };
-    let plain = most_out(&payload);
+    let plain = most_out_with(&payload);
     assert!(plain <= 12 * 1460, "{plain} bytes out");
-    let merged = most_out(&memory);
+    let merged = most_out_with(&memory);
     assert!(
         merged > 14 * 1460 && merged < 24 * 1460,
         "{merged} bytes out"
