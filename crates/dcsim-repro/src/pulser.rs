@@ -144,6 +144,9 @@ fn scenario(s: Scheme, load: f64, degree: u32, until: Dur, episode: Dur) -> Scen
             // ns-3's sockets have fixed buffers: no autotuning.
             rcv_buf: Some(ByteSize(6 << 20)),
             rcv_autotune: Some(false),
+            // Nor TCP small queues: ns-3's sockets hand the traffic-control layer what the
+            // window allows.
+            small_queues: Some(false),
             ictcp: (s == Scheme::Ictcp).then(IctcpConfig::default),
             ..TcpConfig::default()
         }),
@@ -428,7 +431,8 @@ pub fn pulser_leafspine(ctx: &Ctx) -> Result<Value, String> {
                 queue's growth in bytes over the last N dequeues over their time, the stated \
                 hysteresis: gradient = time-weighted, count = bytes, hysteresis = stated)",
             "tcp": "profile linux (the paper ran ns-3, which follows Linux): SACK, RACK-TLP, \
-                PRR, a fixed 6 MiB receive buffer (ns-3 does not autotune); minimum and \
+                PRR, a fixed 6 MiB receive buffer (ns-3 does not autotune), no TCP small \
+                queues (ns-3 has none); minimum and \
                 initial RTO 1 ms and one ACK per segment (ours); DCTCP g = 1/16",
             "ictcp": "DCTCP senders under ICTCP receive windows (alpha 0.9, gamma 0.1/0.5, \
                 fast start: windows double until the first decrease)",
