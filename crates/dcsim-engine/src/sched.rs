@@ -735,6 +735,29 @@ mod tests {
     }
 
     #[test]
+    fn pop_until_stops_at_its_end_and_leaves_later_events_pending() {
+        let mut s = Scheduler::new();
+        let far = Time(1 << 50); // beyond the horizon: in the far heap
+        s.schedule(Time(5), 0);
+        s.schedule(Time(10), 1);
+        s.schedule(Time(11), 2);
+        s.schedule(far, 3);
+        assert_eq!(s.pop_until(Time(10)), Some((Time(5), 0)));
+        assert_eq!(s.pop_until(Time(10)), Some((Time(10), 1))); // the end is inclusive
+        assert_eq!(s.pop_until(Time(10)), None);
+        assert_eq!((s.now(), s.len()), (Time(10), 2));
+        assert_eq!(s.pop_until(Time(11)), Some((Time(11), 2)));
+        // Only the far event is left: a stop before it leaves it where it is.
+        assert_eq!(s.pop_until(Time(far.0 - 1)), None);
+        assert_eq!((s.now(), s.len()), (Time(11), 1));
+        s.schedule(Time(12), 4); // still near: pops first
+        assert_eq!(s.pop_until(far), Some((Time(12), 4)));
+        assert_eq!(s.pop_until(far), Some((far, 3)));
+        assert_eq!(s.pop_until(Time::MAX), None);
+        assert_eq!(s.stats().pops, 5);
+    }
+
+    #[test]
     fn peak_len_does_not_count_the_popped_event() {
         let mut s = Scheduler::new();
         s.schedule(Time(0), 0);
